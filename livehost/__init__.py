@@ -1,0 +1,1 @@
+"""LiveHost: the shared core of the AI livestream-shopping host runtime."""

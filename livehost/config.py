@@ -1,0 +1,92 @@
+"""Every setting of LiveHost, declared once.
+
+Settings come from environment variables (prefix ``LIVEHOST_``) and from the env file the embedded
+stack writes (``<state_dir>/stack.env``). Pointing LiveHost at external infrastructure is three
+variables: ``LIVEHOST_KAFKA_BOOTSTRAP``, ``LIVEHOST_POSTGRES_DSN`` and ``LIVEHOST_TRITON_URL``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def state_dir() -> Path:
+    """Where the embedded stack keeps data, logs and its env file."""
+    return Path(os.environ.get("LIVEHOST_STATE_DIR", REPO_ROOT / ".livehost")).resolve()
+
+
+def stack_env_file() -> Path:
+    return state_dir() / "stack.env"
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="LIVEHOST_", extra="ignore")
+
+    # The three connections. Defaults are the embedded stack's defaults; `livehost stack up` writes
+    # the real values to the env file.
+    kafka_bootstrap: str = "127.0.0.1:9092"
+    postgres_dsn: str = "postgresql://livehost@127.0.0.1:5432/livehost"
+    triton_url: str = "127.0.0.1:8001"
+
+    # Embedded stack ports (0 = pick a free port).
+    stack_kafka_port: int = 0
+    stack_postgres_port: int = 0
+    stack_triton_grpc_port: int = 0
+    stack_triton_http_port: int = 0
+    stack_triton_metrics_port: int = 0
+
+    # gRPC ports of the services (0 = pick a free port and report it).
+    ingest_grpc_port: int = 50061
+    prompt_grpc_port: int = 50062
+    policy_grpc_port: int = 50063
+    tools_grpc_port: int = 50064
+    voice_grpc_port: int = 50065
+    harness_grpc_port: int = 50066
+    grpc_host: str = "127.0.0.1"
+
+    # Kafka client tuning. Tansu does not answer a waiting fetch when data arrives, so a short
+    # fetch wait is what keeps per-hop latency in milliseconds (DESIGN.md part 2).
+    kafka_fetch_max_wait_ms: int = 10
+    kafka_session_timeout_ms: int = 6000
+    kafka_heartbeat_interval_ms: int = 1000
+    kafka_client_id: str = "livehost"
+
+    # Ingest limits.
+    max_comment_chars: int = 500
+
+    # Merge window for comments of one room (milliseconds) and the bounded batch size.
+    merge_window_ms: int = 800
+    merge_max_batch: int = 8
+    request_ttl_ms: int = 10_000
+
+    # Harness used when the registry has no active version.
+    harness_path: Path = REPO_ROOT / "harness" / "default"
+
+    # Policy model served by Triton.
+    policy_model: str = "policy_reference"
+    policy_timeout_s: float = 5.0
+    policy_retries: int = 2
+
+    # Start-up retry of external dependencies.
+    connect_backoff_initial_s: float = 0.2
+    connect_backoff_max_s: float = 5.0
+
+    # Metrics (0 = disabled).
+    metrics_port: int = 0
+
+    log_level: str = "INFO"
+    component_start_timeout_s: float = Field(default=60.0)
+
+
+def load_settings(**overrides: object) -> Settings:
+    """Settings from the environment, falling back to the embedded stack's env file."""
+    env_file = stack_env_file()
+    if env_file.exists():
+        return Settings(_env_file=env_file, **overrides)  # type: ignore[call-arg]
+    return Settings(**overrides)  # type: ignore[arg-type]
