@@ -40,6 +40,11 @@ class Settings(BaseSettings):
     stack_triton_grpc_port: int = 0
     stack_triton_http_port: int = 0
     stack_triton_metrics_port: int = 0
+    # Triton of the embedded stack: the model repository it serves (all models loaded at start), the
+    # HTTP endpoint it reports, and how long it may drain at shutdown (DESIGN.md part 2).
+    triton_model_repository: Path = REPO_ROOT / "infra" / "triton" / "models"
+    triton_http_url: str = "127.0.0.1:8000"
+    stack_triton_exit_timeout_s: int = 5
 
     # gRPC ports of the services (0 = pick a free port and report it).
     ingest_grpc_port: int = 50061

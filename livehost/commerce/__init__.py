@@ -1,0 +1,1 @@
+"""The commerce backend behind the tools: products, live links, inventory, coupons, orders."""

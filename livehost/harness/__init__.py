@@ -1,0 +1,1 @@
+"""The harness: skills, tools, hooks, prompt pipeline and rules, as versioned data."""

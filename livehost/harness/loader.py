@@ -1,0 +1,212 @@
+"""Read and write a harness folder, and validate it, reporting every problem at once.
+
+Layout of a harness folder::
+
+    harness.yaml      name, description, instructions, limits, fallback
+    skills/*.md       one skill each: YAML front matter (id, kind, description, tools) + body
+    tools.yaml        tools: name, description, parameters (JSON Schema), binding, timeout_ms, side_effect
+    hooks.yaml        hooks: id, stage, kind, params, on_fail, retry_budget
+    prompt.yaml       token_budget, sections (id, source, template), truncation_order
+    rules.yaml        campaign and compliance constraints
+"""
+
+from __future__ import annotations
+
+import string
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+from pydantic import ValidationError
+
+from livehost.harness.model import PROMPT_SOURCES, Harness
+
+FILES = ("harness.yaml", "tools.yaml", "hooks.yaml", "prompt.yaml", "rules.yaml")
+
+
+@dataclass(frozen=True)
+class Problem:
+    file: str
+    field: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.file}: {self.field}: {self.message}"
+
+
+class HarnessError(ValueError):
+    def __init__(self, problems: list[Problem]):
+        self.problems = problems
+        super().__init__("invalid harness:\n" + "\n".join(f"  - {p}" for p in problems))
+
+
+def _read_yaml(path: Path, problems: list[Problem]) -> Any:
+    try:
+        return yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        problems.append(Problem(path.name, "-", "file is missing"))
+    except yaml.YAMLError as exc:
+        problems.append(Problem(path.name, "-", f"not valid YAML: {exc}"))
+    return None
+
+
+def _split_front_matter(text: str) -> tuple[dict[str, Any], str] | None:
+    if not text.startswith("---"):
+        return None
+    parts = text.split("\n---", 1)
+    if len(parts) != 2:
+        return None
+    meta = yaml.safe_load(parts[0].lstrip("-\n")) or {}
+    body = parts[1].lstrip("-").lstrip("\n")
+    return meta, body.rstrip() + "\n"
+
+
+def read_raw(path: Path) -> tuple[dict[str, Any], list[Problem]]:
+    """The bundle as plain data, plus the problems met while reading the files."""
+    problems: list[Problem] = []
+    if not path.is_dir():
+        return {}, [Problem(str(path), "-", "not a harness folder")]
+    top = _read_yaml(path / "harness.yaml", problems) or {}
+    raw: dict[str, Any] = dict(top) if isinstance(top, dict) else {}
+    skills: list[dict[str, Any]] = []
+    skill_files = sorted((path / "skills").glob("*.md"))
+    for skill_file in skill_files:
+        rel = f"skills/{skill_file.name}"
+        try:
+            parsed = _split_front_matter(skill_file.read_text(encoding="utf-8"))
+        except yaml.YAMLError as exc:
+            problems.append(Problem(rel, "front matter", f"not valid YAML: {exc}"))
+            continue
+        if parsed is None:
+            problems.append(Problem(rel, "front matter", "missing '---' front matter block"))
+            continue
+        meta, body = parsed
+        skills.append({**meta, "body": body, "_file": rel})
+    raw["skills"] = skills
+    for name, key in (("tools.yaml", "tools"), ("hooks.yaml", "hooks")):
+        data = _read_yaml(path / name, problems)
+        raw[key] = (data or {}).get(key, []) if isinstance(data, dict) else []
+    raw["prompt"] = _read_yaml(path / "prompt.yaml", problems) or {}
+    raw["rules"] = _read_yaml(path / "rules.yaml", problems) or {}
+    return raw, problems
+
+
+def _locate(loc: tuple[Any, ...], raw: dict[str, Any]) -> tuple[str, str]:
+    """Map a pydantic error location to (file, field)."""
+    head = loc[0] if loc else "-"
+    rest = ".".join(str(x) for x in loc[1:])
+    if head == "skills" and len(loc) > 1 and isinstance(loc[1], int):
+        skill = raw["skills"][loc[1]]
+        return skill.get("_file", "skills/?"), ".".join(str(x) for x in loc[2:]) or "-"
+    files = {"tools": "tools.yaml", "hooks": "hooks.yaml", "prompt": "prompt.yaml", "rules": "rules.yaml"}
+    if head in files:
+        return files[head], f"{head}.{rest}" if rest else str(head)
+    return "harness.yaml", ".".join(str(x) for x in loc)
+
+
+def check(harness: Harness) -> list[Problem]:
+    """Cross-reference checks the type model cannot express."""
+    problems: list[Problem] = []
+    tool_names = [t.name for t in harness.tools]
+    skill_ids = [s.id for s in harness.skills]
+    for kind, names, file in (("skill id", skill_ids, "skills/"), ("tool name", tool_names, "tools.yaml"),
+                              ("hook id", [h.id for h in harness.hooks], "hooks.yaml"),
+                              ("section id", [s.id for s in harness.prompt.sections], "prompt.yaml")):
+        seen: set[str] = set()
+        for name in names:
+            if name in seen:
+                problems.append(Problem(file, kind, f"duplicate {kind} {name!r}"))
+            seen.add(name)
+    for skill in harness.skills:
+        for tool in skill.tools:
+            if tool not in tool_names:
+                problems.append(Problem(f"skills/{skill.id}.md", "tools", f"unknown tool {tool!r}"))
+    if not any(s.kind == "reply" for s in harness.skills):
+        problems.append(Problem("skills/", "kind", "no reply skill at all: a reply needs one loaded"))
+    for i, tool in enumerate(harness.tools):
+        where = f"tools[{i}] ({tool.name})"
+        try:
+            jsonschema.Draft202012Validator.check_schema(tool.parameters)
+        except jsonschema.SchemaError as exc:
+            problems.append(Problem("tools.yaml", f"{where}.parameters", f"invalid JSON Schema: {exc.message}"))
+            continue
+        props = tool.parameters.get("properties", {})
+        for op_param, arg in tool.binding.arguments.items():
+            if arg not in props:
+                problems.append(Problem("tools.yaml", f"{where}.binding.arguments.{op_param}",
+                                        f"binds to undefined argument {arg!r}"))
+        from livehost.commerce.operations import OPERATIONS
+
+        if tool.binding.operation not in OPERATIONS:
+            problems.append(Problem("tools.yaml", f"{where}.binding.operation",
+                                    f"unknown backend operation {tool.binding.operation!r}; "
+                                    f"known: {', '.join(sorted(OPERATIONS))}"))
+    section_ids = {s.id for s in harness.prompt.sections}
+    for i, section in enumerate(harness.prompt.sections):
+        try:
+            fields = [f for _, f, _, _ in string.Formatter().parse(section.template) if f is not None]
+        except ValueError as exc:
+            problems.append(Problem("prompt.yaml", f"sections[{i}].template", f"bad template: {exc}"))
+            continue
+        for field in fields:
+            if field != "content" and field not in PROMPT_SOURCES:
+                problems.append(Problem("prompt.yaml", f"sections[{i}] ({section.id}).template",
+                                        f"uses undefined source {{{field}}}"))
+    for sid in harness.prompt.truncation_order:
+        if sid not in section_ids:
+            problems.append(Problem("prompt.yaml", "truncation_order", f"unknown section {sid!r}"))
+    return problems
+
+
+def load(path: Path | str) -> Harness:
+    """Load and validate a harness folder; raise HarnessError listing every problem."""
+    path = Path(path)
+    raw, problems = read_raw(path)
+    harness = None
+    clean = {**raw, "skills": [{k: v for k, v in s.items() if k != "_file"} for s in raw.get("skills", [])]}
+    if path.is_dir():
+        try:
+            harness = Harness.model_validate(clean)
+        except ValidationError as exc:
+            for err in exc.errors():
+                file, field = _locate(tuple(err["loc"]), raw)
+                problems.append(Problem(file, field, err["msg"]))
+    if harness is not None:
+        problems.extend(check(harness))
+    if problems or harness is None:
+        raise HarnessError(problems or [Problem(str(path), "-", "could not load")])
+    return harness
+
+
+def from_dict(data: dict[str, Any]) -> Harness:
+    """A harness from its canonical JSON (as stored in the registry), with the same checks."""
+    harness = Harness.model_validate(data)
+    problems = check(harness)
+    if problems:
+        raise HarnessError(problems)
+    return harness
+
+
+def dump(harness: Harness, path: Path | str) -> Path:
+    """Write a harness as a folder an operator can edit and diff."""
+    path = Path(path)
+    (path / "skills").mkdir(parents=True, exist_ok=True)
+    for old in (path / "skills").glob("*.md"):
+        old.unlink()
+    data = harness.canonical()
+
+    def write(name: str, obj: Any) -> None:
+        (path / name).write_text(yaml.safe_dump(obj, sort_keys=False, allow_unicode=True, width=100))
+
+    write("harness.yaml", {k: data[k] for k in ("name", "description", "instructions", "limits", "fallback")})
+    write("tools.yaml", {"tools": data["tools"]})
+    write("hooks.yaml", {"hooks": data["hooks"]})
+    write("prompt.yaml", data["prompt"])
+    write("rules.yaml", data["rules"])
+    for skill in harness.skills:
+        meta = {"id": skill.id, "kind": skill.kind, "description": skill.description, "tools": skill.tools}
+        front = yaml.safe_dump(meta, sort_keys=False, allow_unicode=True, width=100)
+        (path / "skills" / f"{skill.id}.md").write_text(f"---\n{front}---\n{skill.body}")
+    return path
