@@ -1,0 +1,55 @@
+"""PostgreSQL access: a pool that waits for the database, and the SQL migrations in infra/sql."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+
+import asyncpg
+
+from livehost.config import REPO_ROOT
+from livehost.retry import backoff_delays
+
+MIGRATIONS_DIR = REPO_ROOT / "infra" / "sql"
+log = logging.getLogger(__name__)
+
+
+async def connect_pool(dsn: str, *, attempts: int | None = None, min_size: int = 1, max_size: int = 5,
+                       initial_s: float = 0.2, max_s: float = 5.0) -> asyncpg.Pool:
+    """Open a pool, retrying with backoff until PostgreSQL answers (forever when attempts is None)."""
+    last: Exception | None = None
+    for attempt, delay in enumerate(backoff_delays(initial_s, max_s)):
+        if attempts is not None and attempt >= attempts:
+            break
+        try:
+            return await asyncpg.create_pool(dsn, min_size=min_size, max_size=max_size, timeout=5)
+        except (OSError, asyncpg.PostgresError, asyncio.TimeoutError) as exc:
+            last = exc
+            log.warning("PostgreSQL not reachable (%s); retrying in %.1fs", exc, delay)
+            await asyncio.sleep(delay)
+    raise ConnectionError(f"PostgreSQL at {dsn} unreachable: {last}")
+
+
+async def migrate(pool: asyncpg.Pool, directory: Path = MIGRATIONS_DIR) -> list[str]:
+    """Apply every not-yet-applied ``NNN_name.sql`` file in order, each in its own transaction.
+
+    An advisory lock serialises concurrent migrators (several services start at once)."""
+    applied_now: list[str] = []
+    async with pool.acquire() as conn:
+        await conn.execute("SELECT pg_advisory_lock(727001)")
+        try:
+            await conn.execute(
+                "CREATE TABLE IF NOT EXISTS schema_migrations (name text PRIMARY KEY, "
+                "applied_at timestamptz NOT NULL DEFAULT now())")
+            done = {r["name"] for r in await conn.fetch("SELECT name FROM schema_migrations")}
+            for path in sorted(directory.glob("*.sql")):
+                if path.name in done:
+                    continue
+                async with conn.transaction():
+                    await conn.execute(path.read_text())
+                    await conn.execute("INSERT INTO schema_migrations(name) VALUES ($1)", path.name)
+                applied_now.append(path.name)
+        finally:
+            await conn.execute("SELECT pg_advisory_unlock(727001)")
+    return applied_now
