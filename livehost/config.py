@@ -93,5 +93,5 @@ def load_settings(**overrides: object) -> Settings:
     """Settings from the environment, falling back to the embedded stack's env file."""
     env_file = stack_env_file()
     if env_file.exists():
-        return Settings(_env_file=env_file, **overrides)  # type: ignore[call-arg]
+        return Settings(_env_file=env_file, **overrides)  # type: ignore[call-arg, arg-type]
     return Settings(**overrides)  # type: ignore[arg-type]

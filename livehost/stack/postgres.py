@@ -289,8 +289,6 @@ def stop(rec: Running, timeout: float = 15.0) -> None:
         argv = [*prefix, str(Path(bin_dir) / "pg_ctl"), "stop", "-D", data_dir, "-m", "fast", "-w"]
         argv += ["-t", str(max(1, int(timeout)))]
         with open(rec.log_path, "ab") as log:
-            subprocess.run(
-                argv, stdout=log, stderr=subprocess.STDOUT, env=_child_env(), cwd="/", check=False
-            )
+            subprocess.run(argv, stdout=log, stderr=subprocess.STDOUT, env=_child_env(), cwd="/", check=False)
         wait_exit(rec.pid, timeout, rec.cmd_match)
     stop_pid(rec.pid, timeout, rec.cmd_match)

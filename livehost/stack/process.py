@@ -12,6 +12,7 @@ import concurrent.futures
 import contextlib
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -23,6 +24,7 @@ from typing import TypeVar
 
 HOST = "127.0.0.1"
 LOG_TAIL_LINES = 30
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 T = TypeVar("T")
 
@@ -151,7 +153,7 @@ def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
             data = fh.read()
     except OSError:
         return f"(no log at {path})"
-    text = data.decode("utf-8", errors="replace")
+    text = _ANSI.sub("", data.decode("utf-8", errors="replace"))
     return "\n".join(text.splitlines()[-lines:])
 
 

@@ -64,7 +64,7 @@ def libs_dir() -> Path:
 
 
 def prepare_backends(workdir: Path) -> Path:
-    """Assemble ``<workdir>/backends/python`` (backend .so, utils, stub for this Python); returns backends/."""
+    """Assemble ``<workdir>/backends/python`` (backend .so, utils, this Python's stub); returns backends/."""
     src = server_dir()
     version = f"{sys.version_info.major}.{sys.version_info.minor}"
     stub = src / "python_backend_stubs" / version / "triton_python_backend_stub"
@@ -141,7 +141,9 @@ def start(
     log_path = workdir / "triton.log"
     model_repository = Path(model_repository).resolve()
     if not model_repository.is_dir():
-        raise StackError(NAME, f"model repository {model_repository} does not exist (settings.triton_model_repository)")
+        raise StackError(
+            NAME, f"model repository {model_repository} does not exist (settings.triton_model_repository)"
+        )
     exe = binary()
     backends = prepare_backends(workdir)
     configured = {"grpc": grpc_port, "http": http_port, "metrics": metrics_port}
