@@ -12,16 +12,13 @@ Layout of a harness folder::
 
 from __future__ import annotations
 
-import string
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import yaml
-from pydantic import ValidationError
 
-from livehost.harness.model import PROMPT_SOURCES, Harness
+from livehost.harness.model import Harness
 
 FILES = ("harness.yaml", "tools.yaml", "hooks.yaml", "prompt.yaml", "rules.yaml")
 
@@ -31,9 +28,11 @@ class Problem:
     file: str
     field: str
     message: str
+    severity: str = "error"  # "error" blocks loading and pushing; "warning" is reported only
 
     def __str__(self) -> str:
-        return f"{self.file}: {self.field}: {self.message}"
+        tag = "" if self.severity == "error" else f"[{self.severity}] "
+        return f"{tag}{self.file}: {self.field}: {self.message}"
 
 
 class HarnessError(ValueError):
@@ -107,86 +106,30 @@ def _locate(loc: tuple[Any, ...], raw: dict[str, Any]) -> tuple[str, str]:
 
 
 def check(harness: Harness) -> list[Problem]:
-    """Cross-reference checks the type model cannot express."""
-    problems: list[Problem] = []
-    tool_names = [t.name for t in harness.tools]
-    skill_ids = [s.id for s in harness.skills]
-    for kind, names, file in (("skill id", skill_ids, "skills/"), ("tool name", tool_names, "tools.yaml"),
-                              ("hook id", [h.id for h in harness.hooks], "hooks.yaml"),
-                              ("section id", [s.id for s in harness.prompt.sections], "prompt.yaml")):
-        seen: set[str] = set()
-        for name in names:
-            if name in seen:
-                problems.append(Problem(file, kind, f"duplicate {kind} {name!r}"))
-            seen.add(name)
-    for skill in harness.skills:
-        for tool in skill.tools:
-            if tool not in tool_names:
-                problems.append(Problem(f"skills/{skill.id}.md", "tools", f"unknown tool {tool!r}"))
-    if not any(s.kind == "reply" for s in harness.skills):
-        problems.append(Problem("skills/", "kind", "no reply skill at all: a reply needs one loaded"))
-    for i, tool in enumerate(harness.tools):
-        where = f"tools[{i}] ({tool.name})"
-        try:
-            jsonschema.Draft202012Validator.check_schema(tool.parameters)
-        except jsonschema.SchemaError as exc:
-            problems.append(Problem("tools.yaml", f"{where}.parameters", f"invalid JSON Schema: {exc.message}"))
-            continue
-        props = tool.parameters.get("properties", {})
-        for op_param, arg in tool.binding.arguments.items():
-            if arg not in props:
-                problems.append(Problem("tools.yaml", f"{where}.binding.arguments.{op_param}",
-                                        f"binds to undefined argument {arg!r}"))
-        from livehost.commerce.operations import OPERATIONS
+    """Cross-reference checks the type model cannot express (errors only; see validate.py)."""
+    from livehost.harness.validate import check_raw
 
-        if tool.binding.operation not in OPERATIONS:
-            problems.append(Problem("tools.yaml", f"{where}.binding.operation",
-                                    f"unknown backend operation {tool.binding.operation!r}; "
-                                    f"known: {', '.join(sorted(OPERATIONS))}"))
-    section_ids = {s.id for s in harness.prompt.sections}
-    for i, section in enumerate(harness.prompt.sections):
-        try:
-            fields = [f for _, f, _, _ in string.Formatter().parse(section.template) if f is not None]
-        except ValueError as exc:
-            problems.append(Problem("prompt.yaml", f"sections[{i}].template", f"bad template: {exc}"))
-            continue
-        for field in fields:
-            if field != "content" and field not in PROMPT_SOURCES:
-                problems.append(Problem("prompt.yaml", f"sections[{i}] ({section.id}).template",
-                                        f"uses undefined source {{{field}}}"))
-    for sid in harness.prompt.truncation_order:
-        if sid not in section_ids:
-            problems.append(Problem("prompt.yaml", "truncation_order", f"unknown section {sid!r}"))
-    return problems
+    return [p for p in check_raw(harness.canonical()) if p.severity == "error"]
 
 
 def load(path: Path | str) -> Harness:
     """Load and validate a harness folder; raise HarnessError listing every problem."""
-    path = Path(path)
-    raw, problems = read_raw(path)
-    harness = None
-    clean = {**raw, "skills": [{k: v for k, v in s.items() if k != "_file"} for s in raw.get("skills", [])]}
-    if path.is_dir():
-        try:
-            harness = Harness.model_validate(clean)
-        except ValidationError as exc:
-            for err in exc.errors():
-                file, field = _locate(tuple(err["loc"]), raw)
-                problems.append(Problem(file, field, err["msg"]))
-    if harness is not None:
-        problems.extend(check(harness))
-    if problems or harness is None:
-        raise HarnessError(problems or [Problem(str(path), "-", "could not load")])
-    return harness
+    from livehost.harness.validate import validate_path
+
+    report = validate_path(path)
+    if report.errors or report.harness is None:
+        raise HarnessError(report.errors or [Problem(str(path), "-", "could not load")])
+    return report.harness
 
 
 def from_dict(data: dict[str, Any]) -> Harness:
     """A harness from its canonical JSON (as stored in the registry), with the same checks."""
-    harness = Harness.model_validate(data)
-    problems = check(harness)
-    if problems:
-        raise HarnessError(problems)
-    return harness
+    from livehost.harness.validate import validate_bundle
+
+    report = validate_bundle(data)
+    if report.errors or report.harness is None:
+        raise HarnessError(report.errors or [Problem("bundle", "-", "could not load")])
+    return report.harness
 
 
 def dump(harness: Harness, path: Path | str) -> Path:

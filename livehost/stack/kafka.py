@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import socket
 import time
 from pathlib import Path
 
@@ -53,7 +54,16 @@ async def _metadata_ok(servers: str, timeout_ms: int) -> bool:
 
 
 def probe(servers: str, timeout_ms: int = 2000) -> bool:
-    """A Kafka metadata request through aiokafka succeeds."""
+    """A Kafka metadata request through aiokafka succeeds.
+
+    A plain TCP connect goes first: aiokafka logs an ERROR line for every refused connection, which
+    would litter the caller's stderr while the broker is still coming up.
+    """
+    host, _, port = servers.rpartition(":")
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout_ms / 1000).close()
+    except OSError:
+        return False
     return run_async(lambda: _metadata_ok(servers, timeout_ms))
 
 

@@ -123,6 +123,11 @@ def up(
     root = state_dir()
     root.mkdir(parents=True, exist_ok=True)
     info = StackInfo(state_dir=root, env_file=stack_env_file())
+    repo = Path(settings.triton_model_repository)
+    if "triton" in names and not repo.is_dir():  # fail before starting anything else
+        raise StackError(
+            "triton", f"model repository {repo} does not exist (settings.triton_model_repository)"
+        )
     started_now: list[Running] = []
     try:
         for name in names:

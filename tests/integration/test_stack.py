@@ -138,7 +138,7 @@ async def test_up_status_reuse_down(state: Path) -> None:
 
 
 def _processes_under(root: Path) -> list[str]:
-    """Command lines of live processes that mention ``root`` (our components all do)."""
+    """Live processes whose command line or working dir is under ``root`` (our components all are)."""
     found = []
     for proc in Path("/proc").iterdir():
         if not proc.name.isdigit():
@@ -146,9 +146,10 @@ def _processes_under(root: Path) -> list[str]:
         try:
             cmd = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
             state = (proc / "stat").read_text().rsplit(")", 1)[-1].split()[0]
+            cwd = str((proc / "cwd").readlink())
         except OSError:
             continue
-        if str(root) in cmd and state != "Z":
+        if (str(root) in cmd or cwd.startswith(str(root))) and state != "Z":
             found.append(f"{proc.name}: {cmd}")
     return found
 

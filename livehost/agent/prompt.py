@@ -1,0 +1,164 @@
+"""Prompt assembly: the harness's prompt pipeline rendered for one turn of one request.
+
+Produces the prompt text (for text-input policies) and the same facts as a structured context (for
+structured-input policies such as the reference policy), within the pipeline's token budget.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from livehost.agent import state as st
+from livehost.harness.model import Harness, PromptSection
+
+TRANSCRIPT_KINDS = ("skill_load", "tool_call", "tool_result", "correction")
+
+
+@dataclass
+class Sources:
+    """Facts fetched for this turn from the commerce backend and the room memory."""
+
+    product: dict[str, Any] | None = None
+    faq: list[dict[str, Any]] = field(default_factory=list)
+    memory: list[str] = field(default_factory=list)
+
+
+@dataclass
+class SectionInfo:
+    id: str
+    source: str
+    tokens: int
+    truncated: bool
+
+
+@dataclass
+class RenderedPrompt:
+    text: str
+    context: dict[str, Any]
+    sections: list[SectionInfo]
+    total_tokens: int
+
+
+def estimate_tokens(text: str) -> int:
+    """~4 characters per token: close enough for budgeting English prompts without a tokenizer."""
+    return max(1, (len(text) + 3) // 4) if text else 0
+
+
+def build_context(harness: Harness, state: dict[str, Any], sources: Sources) -> dict[str, Any]:
+    room = st.room(state)
+    transcript = [
+        {"turn": s["turn"], "kind": s["kind"], "name": s["name"], "data": s["data"]}
+        for s in st.steps(state, *TRANSCRIPT_KINDS)
+    ]
+    loaded = [{"id": s.id, "body": s.body} for s in harness.skills if s.id in state.get("loaded_skills", [])]
+    return {
+        "request_id": state["request_id"],
+        "room_id": state["room_id"],
+        "turn": state["turn"],
+        "harness_version": state["harness_version"],
+        "instructions": harness.instructions,
+        "comments": [{"user_id": c["user_id"], "text": c["text"]} for c in state["comments"]],
+        "merged_text": state["merged_text"],
+        "room": {"room_id": state["room_id"], "current_link": room.get("current_link"),
+                 "viewer_count": room.get("viewer_count"), "campaign": room.get("campaign")},
+        "product": sources.product,
+        "faq": sources.faq,
+        "skills": [{"id": s.id, "kind": s.kind, "description": s.description, "tools": s.tools}
+                   for s in harness.skills],
+        "loaded_skills": loaded,
+        "tools": [{"name": t.name, "description": t.description, "parameters": t.parameters}
+                  for t in harness.tools],
+        "rules": harness.rules.model_dump(mode="json"),
+        "memory": sources.memory,
+        "transcript": transcript,
+        "limits": harness.limits.model_dump(mode="json"),
+    }
+
+
+def _content(source: str, ctx: dict[str, Any]) -> str:
+    if source == "base_instructions":
+        return ctx["instructions"].strip()
+    if source == "product":
+        p = ctx["product"]
+        if not p:
+            return "(no product on screen)"
+        attrs = ", ".join(f"{k}: {v}" for k, v in (p.get("attributes") or {}).items())
+        return f"Link {p.get('link_id')}: {p.get('title')} — {p.get('price')} {p.get('currency')}. {attrs}".strip()
+    if source == "faq":
+        return "\n".join(f"Q: {f['q']}\nA: {f['a']}" for f in ctx["faq"]) or "(none)"
+    if source == "room":
+        r = ctx["room"]
+        campaign = r.get("campaign") or {}
+        lines = [f"Room {r['room_id']}, current link {r.get('current_link')}, viewers {r.get('viewer_count')}."]
+        if campaign:
+            lines.append(f"Campaign: {campaign.get('name')}; " + "; ".join(campaign.get("rules") or []))
+        return "\n".join(lines)
+    if source == "rules":
+        rules = ctx["rules"]
+        campaign = (ctx["room"].get("campaign") or {})
+        cap = campaign.get("max_discount_pct", rules["max_discount_pct"])
+        lines = [f"- Never offer more than {cap}% discount.",
+                 f"- Keep replies under {rules['max_reply_chars']} characters."]
+        lines += [f"- Never say: {p}" for p in rules["banned_phrases"]]
+        lines += [f"- Only claim '{c}' when a tool result supports it." for c in rules["claims_requiring_evidence"]]
+        lines += [f"- {x}" for x in rules.get("extra", [])]
+        return "\n".join(lines)
+    if source == "skill_index":
+        return "\n".join(f"- {s['id']} ({s['kind']}): {s['description']}" for s in ctx["skills"])
+    if source == "tool_index":
+        return "\n".join(f"- {t['name']}: {t['description']} args={json.dumps(t['parameters'].get('properties', {}))}"
+                         for t in ctx["tools"])
+    if source == "loaded_skills":
+        return "\n\n".join(f"### {s['id']}\n{s['body'].strip()}" for s in ctx["loaded_skills"]) or "(none loaded yet)"
+    if source == "memory":
+        return "\n".join(f"- {m}" for m in ctx["memory"]) or "(nothing yet)"
+    if source == "comments":
+        return "\n".join(f"{c['user_id']}: {c['text']}" for c in ctx["comments"])
+    if source == "transcript":
+        lines = []
+        for t in ctx["transcript"]:
+            lines.append(f"[turn {t['turn']}] {t['kind']} {t['name'] or ''}: {json.dumps(t['data'], default=str)}")
+        return "\n".join(lines) or "(first turn)"
+    raise KeyError(f"unknown prompt source {source!r}")
+
+
+def _render_section(section: PromptSection, ctx: dict[str, Any], cache: dict[str, str]) -> str:
+    def get(source: str) -> str:
+        if source not in cache:
+            cache[source] = _content(source, ctx)
+        return cache[source]
+
+    import string
+
+    names = {f for _, f, _, _ in string.Formatter().parse(section.template) if f}
+    values = {n: get(section.source if n == "content" else n) for n in names}
+    return section.template.format(**values)
+
+
+def _truncate(text: str, tokens: int) -> str:
+    if tokens <= 0:
+        return ""
+    return text[: tokens * 4].rsplit("\n", 1)[0] + "\n…(truncated)"
+
+
+def render(harness: Harness, ctx: dict[str, Any]) -> RenderedPrompt:
+    cache: dict[str, str] = {}
+    rendered = {s.id: _render_section(s, ctx, cache) for s in harness.prompt.sections}
+    truncated: set[str] = set()
+    budget = harness.prompt.token_budget
+    total = sum(estimate_tokens(t) for t in rendered.values())
+    for sid in harness.prompt.truncation_order:
+        if total <= budget:
+            break
+        excess = total - budget
+        current = estimate_tokens(rendered[sid])
+        keep = max(0, current - excess)
+        rendered[sid] = _truncate(rendered[sid], keep)
+        truncated.add(sid)
+        total = sum(estimate_tokens(t) for t in rendered.values())
+    infos = [SectionInfo(s.id, s.source, estimate_tokens(rendered[s.id]), s.id in truncated)
+             for s in harness.prompt.sections]
+    text = "\n\n".join(rendered[s.id] for s in harness.prompt.sections if rendered[s.id])
+    return RenderedPrompt(text, ctx, infos, total)

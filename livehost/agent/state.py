@@ -1,0 +1,79 @@
+"""The request state that travels with every hot-path message (schema ``livehost.RequestState``)."""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from typing import Any
+
+from livehost.kafka import now_ms
+
+
+def request_id_for(room_id: str, event_ids: list[str]) -> str:
+    """Deterministic id, so a redelivered merge produces the same request (idempotent consumers)."""
+    digest = hashlib.sha256("|".join([room_id, *sorted(event_ids)]).encode()).hexdigest()
+    return f"req-{digest[:16]}"
+
+
+def new_state(*, room_id: str, harness_version: str, comments: list[dict[str, Any]], room: dict[str, Any],
+              ttl_ms: int, time_budget_ms: int, priority: int = 0, policy: str = "",
+              created_ms: int | None = None) -> dict[str, Any]:
+    created = created_ms if created_ms is not None else now_ms()
+    return {
+        "request_id": request_id_for(room_id, [c["event_id"] for c in comments]),
+        "room_id": room_id,
+        "harness_version": harness_version,
+        "policy": policy,
+        "created_ms": created,
+        "deadline_ms": created + min(ttl_ms, time_budget_ms),
+        "priority": priority,
+        "turn": 0,
+        "comments": comments,
+        "merged_text": merged_text(comments),
+        "room_json": json.dumps(room, sort_keys=True),
+        "loaded_skills": [],
+        "retries": 0,
+        "steps": [],
+    }
+
+
+def merged_text(comments: list[dict[str, Any]]) -> str:
+    return " / ".join(c["text"].strip() for c in comments)
+
+
+def add_step(state: dict[str, Any], kind: str, name: str | None = None, data: Any = None,
+             duration_ms: float | None = None) -> dict[str, Any]:
+    """Append a step to the transcript (in place) and return the state."""
+    state["steps"].append({
+        "seq": len(state["steps"]),
+        "turn": state["turn"],
+        "kind": kind,
+        "name": name,
+        "ts_ms": now_ms(),
+        "duration_ms": duration_ms,
+        "data_json": json.dumps(data if data is not None else {}, sort_keys=True, default=str),
+    })
+    return state
+
+
+def clone(state: dict[str, Any]) -> dict[str, Any]:
+    return copy.deepcopy(state)
+
+
+def room(state: dict[str, Any]) -> dict[str, Any]:
+    return json.loads(state.get("room_json") or "{}")
+
+
+def steps(state: dict[str, Any], *kinds: str) -> list[dict[str, Any]]:
+    """Steps with their data decoded, optionally only of the given kinds."""
+    out = []
+    for step in state["steps"]:
+        if kinds and step["kind"] not in kinds:
+            continue
+        out.append({**step, "data": json.loads(step.get("data_json") or "{}")})
+    return out
+
+
+def corrections(state: dict[str, Any]) -> int:
+    return sum(1 for s in state["steps"] if s["kind"] == "correction")

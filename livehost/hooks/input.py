@@ -1,0 +1,56 @@
+"""Input stage: validation, spam, abuse, prompt injection and compliance screening of comments."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from livehost.harness.model import Harness, Hook
+from livehost.hooks.verdict import Verdict
+
+
+def _screen(hook: Hook, text: str) -> str | None:
+    """The reason a comment fails this hook's screening, or None."""
+    p = hook.params
+    stripped = text.strip()
+    if len(stripped) < int(p.get("min_chars", 1)):
+        return "empty comment"
+    if len(stripped) > int(p.get("max_chars", 500)):
+        return f"comment longer than {p.get('max_chars', 500)} characters"
+    lowered = stripped.lower()
+    for pattern in p.get("injection_patterns", []):
+        if re.search(pattern, lowered):
+            return f"prompt injection ({pattern})"
+    for term in p.get("abuse_terms", []):
+        if re.search(rf"\b{re.escape(term.lower())}\b", lowered):
+            return f"abusive language ({term})"
+    for term in p.get("compliance_terms", []):
+        if term.lower() in lowered:
+            return f"compliance ({term})"
+    repeat = int(p.get("spam_repeat_chars", 0))
+    if repeat and re.search(rf"(.)\1{{{repeat - 1},}}", stripped):
+        return "spam (repeated characters)"
+    if re.search(r"(https?://|www\.)", lowered) and p.get("block_links", True):
+        return "spam (link)"
+    return None
+
+
+def screen_comments(harness: Harness, comments: list[dict[str, Any]]
+                    ) -> tuple[list[dict[str, Any]], list[tuple[dict[str, Any], Verdict]]]:
+    """Split comments into those that pass every input hook and those that fail one (with verdict)."""
+    kept: list[dict[str, Any]] = []
+    failed: list[tuple[dict[str, Any], Verdict]] = []
+    hooks = [h for h in harness.hooks_at("input") if h.kind == "input_validation"]
+    for comment in comments:
+        verdict = None
+        for hook in hooks:
+            reason = _screen(hook, comment["text"])
+            if reason:
+                verdict = Verdict(hook.id, hook.kind, "drop" if hook.on_fail.action == "drop" else "reject",
+                                  reason, hook.on_fail.message)
+                break
+        if verdict is None:
+            kept.append(comment)
+        else:
+            failed.append((comment, verdict))
+    return kept, failed

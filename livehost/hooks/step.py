@@ -1,0 +1,178 @@
+"""Step stage: checks on every policy action, by hook kind.
+
+Each check gets the hook (its parameters come from the harness), the harness, the request state
+and the parsed action, and returns a failure reason or None.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from typing import Any
+
+import jsonschema
+
+from livehost.agent import state as st
+from livehost.harness.model import Harness, Hook
+from livehost.hooks.verdict import Verdict
+
+CONTROL_TOKEN = re.compile(r"<[^<>\s]{1,24}>|\[[a-z]+_[a-z0-9]+\]")
+NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
+STOPWORDS = {"in", "on", "the", "a", "an", "of", "is", "are", "and", "to", "for"}
+
+
+def strip_control_tokens(text: str) -> str:
+    return CONTROL_TOKEN.sub(" ", text)
+
+
+def _numbers(text: str) -> set[str]:
+    out = set()
+    for raw in NUMBER.findall(text):
+        try:
+            value = float(raw.replace(",", ""))
+        except ValueError:
+            continue
+        out.add(f"{value:g}")
+    return out
+
+
+def evidence_text(state: dict[str, Any]) -> str:
+    """Everything the reply may rely on: ok tool results, the product data and FAQ the prompt showed,
+    and the live-room state (campaign)."""
+    parts = [state.get("room_json") or ""]
+    for step in st.steps(state, "tool_result", "prompt"):
+        data = step["data"]
+        if step["kind"] == "tool_result" and data.get("ok"):
+            parts.append(json.dumps(data.get("result"), default=str))
+        elif step["kind"] == "prompt":
+            parts.append(json.dumps(data.get("evidence"), default=str))
+    return "\n".join(parts)
+
+
+def _tool_arguments(hook: Hook, harness: Harness, state: dict[str, Any], action: dict[str, Any]) -> str | None:
+    if action["kind"] != "call_tool":
+        return None
+    tool = harness.tool(action.get("tool") or "")
+    if tool is None:
+        names = ", ".join(t.name for t in harness.tools)
+        return f"unknown tool {action.get('tool')!r}; available tools: {names}"
+    args = action.get("arguments") or {}
+    errors = sorted(jsonschema.Draft202012Validator(tool.parameters).iter_errors(args), key=lambda e: e.path)
+    if errors:
+        return "; ".join(f"{'/'.join(map(str, e.path)) or 'arguments'}: {e.message}" for e in errors[:3])
+    max_discount = harness.rules.max_discount_pct
+    room = st.room(state)
+    campaign_max = (room.get("campaign") or {}).get("max_discount_pct")
+    limit = min(x for x in (max_discount, campaign_max) if x is not None) if (max_discount or campaign_max) else None
+    for key, value in args.items():
+        if limit is not None and "discount" in key.lower() and isinstance(value, int | float) and value > limit:
+            return f"argument {key}={value} exceeds the campaign maximum discount of {limit:g}%"
+    return None
+
+
+def _retry_control(hook: Hook, harness: Harness, state: dict[str, Any], action: dict[str, Any]) -> str | None:
+    max_corrections = int(hook.params.get("max_corrections", 3))
+    if st.corrections(state) >= max_corrections:
+        return f"{st.corrections(state)} corrections already (budget {max_corrections})"
+    if action["kind"] == "call_tool":
+        signature = json.dumps([action.get("tool"), action.get("arguments")], sort_keys=True)
+        same = sum(1 for s in st.steps(state, "tool_call")
+                   if json.dumps([s["data"].get("tool"), s["data"].get("arguments")], sort_keys=True) == signature)
+        if same >= int(hook.params.get("max_identical_calls", 2)):
+            return f"identical call to {action.get('tool')} repeated {same} times (loop)"
+    return None
+
+
+def _skill_load_requirement(hook: Hook, harness: Harness, state: dict[str, Any],
+                            action: dict[str, Any]) -> str | None:
+    if action["kind"] != "reply":
+        return None
+    reply_skills = [s.id for s in harness.skills if s.kind == "reply"]
+    if not any(sid in reply_skills for sid in state.get("loaded_skills", [])):
+        return "no reply skill loaded; load one of: " + ", ".join(reply_skills)
+    return None
+
+
+def _reply_format(hook: Hook, harness: Harness, state: dict[str, Any], action: dict[str, Any]) -> str | None:
+    if action["kind"] != "reply":
+        return None
+    text = action.get("text") or ""
+    limit = int(hook.params.get("max_chars", harness.rules.max_reply_chars))
+    spoken = strip_control_tokens(text).strip()
+    if not spoken:
+        return "the reply is empty"
+    if len(spoken) > limit:
+        return f"reply is {len(spoken)} characters; the limit is {limit}"
+    lowered = text.lower()
+    for phrase in [*harness.rules.banned_phrases, *hook.params.get("banned_phrases", [])]:
+        if phrase.lower() in lowered:
+            return f"banned phrase {phrase!r}"
+    allowed = hook.params.get("allowed_control_tokens")
+    if allowed is not None:
+        bad = [t for t in CONTROL_TOKEN.findall(text) if t not in allowed]
+        if bad:
+            return f"unknown control tokens {bad}; allowed: {allowed}"
+    if re.search(r"</?think>|^thought:", lowered):
+        return "internal reasoning in the reply"
+    return None
+
+
+def _factual_risk(hook: Hook, harness: Harness, state: dict[str, Any], action: dict[str, Any]) -> str | None:
+    if action["kind"] != "reply":
+        return None
+    spoken = strip_control_tokens(action.get("text") or "")
+    evidence = evidence_text(state)
+    if hook.params.get("check_numbers", True):
+        unsupported = sorted(_numbers(spoken) - _numbers(evidence))
+        if unsupported:
+            return f"numbers not supported by tool results or product data: {', '.join(unsupported)}"
+    if hook.params.get("check_claims", True):
+        lowered, ev = spoken.lower(), evidence.lower()
+        for claim in harness.rules.claims_requiring_evidence:
+            if claim.lower() in lowered:
+                words = [w for w in re.findall(r"\w+", claim.lower()) if w not in STOPWORDS]
+                if not all(w in ev for w in words):
+                    return f"claim {claim!r} has no supporting tool result"
+    return None
+
+
+CHECKS: dict[str, Callable[[Hook, Harness, dict[str, Any], dict[str, Any]], str | None]] = {
+    "tool_arguments": _tool_arguments,
+    "retry_control": _retry_control,
+    "skill_load_requirement": _skill_load_requirement,
+    "reply_format": _reply_format,
+    "factual_risk": _factual_risk,
+}
+
+# Which hook stages look at which action kinds. Retry control watches every action.
+STAGES_FOR_ACTION = {
+    "call_tool": ("tool_call",),
+    "reply": ("before_reply", "reply"),
+    "load_skill": (),
+    "no_reply": (),
+}
+
+
+def check_action(harness: Harness, state: dict[str, Any], action: dict[str, Any]) -> list[Verdict]:
+    """Run the harness's step hooks on an action; returns every verdict, in hook order."""
+    stages = set(STAGES_FOR_ACTION.get(action["kind"], ()))
+    verdicts: list[Verdict] = []
+    for hook in harness.hooks:
+        if not hook.enabled or hook.kind not in CHECKS:
+            continue
+        applies = hook.stage in stages or hook.kind == "retry_control"
+        if not applies:
+            continue
+        reason = CHECKS[hook.kind](hook, harness, state, action)
+        if reason is None:
+            verdicts.append(Verdict(hook.id, hook.kind, "pass"))
+            continue
+        action_on_fail = hook.on_fail.action
+        verdict = "correct" if action_on_fail == "correct" else "reject"
+        if verdict == "correct" and st.corrections(state) >= hook.retry_budget:
+            verdict = "reject"
+            reason = f"{reason} (retry budget {hook.retry_budget} spent)"
+        message = hook.on_fail.message.replace("{reason}", reason) if hook.on_fail.message else reason
+        verdicts.append(Verdict(hook.id, hook.kind, verdict, reason, message))
+    return verdicts

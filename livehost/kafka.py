@@ -1,0 +1,196 @@
+"""Kafka plumbing shared by every service: topic creation, an Avro producer, and a consumer loop
+that sends undecodable or unprocessable records to the dead-letter topic and keeps going.
+
+Delivery is at-least-once: offsets are committed only after a batch was handled, and every handler
+is idempotent (keyed by request id + step).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.errors import KafkaConnectionError, KafkaError, TopicAlreadyExistsError
+
+from livehost import codec
+from livehost.config import Settings
+from livehost.retry import backoff_delays
+from livehost.topics import ALL_TOPICS, DEAD_LETTER, Topic, by_name
+
+log = logging.getLogger(__name__)
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+async def wait_for_broker(settings: Settings, attempts: int | None = None) -> None:
+    """Block until the broker answers a metadata request (backoff between tries)."""
+    last: Exception | None = None
+    for attempt, delay in enumerate(backoff_delays(settings.connect_backoff_initial_s,
+                                                   settings.connect_backoff_max_s)):
+        if attempts is not None and attempt >= attempts:
+            break
+        admin = AIOKafkaAdminClient(bootstrap_servers=settings.kafka_bootstrap, request_timeout_ms=3000)
+        try:
+            await admin.start()
+            await admin.list_topics()
+            return
+        except (KafkaError, OSError, asyncio.TimeoutError) as exc:
+            last = exc
+            log.warning("broker %s not reachable (%s); retrying in %.1fs", settings.kafka_bootstrap, exc, delay)
+        finally:
+            await admin.close()
+        await asyncio.sleep(delay)
+    raise ConnectionError(f"Kafka broker {settings.kafka_bootstrap} unreachable: {last}")
+
+
+async def ensure_topics(settings: Settings, topics: Iterable[Topic] = ALL_TOPICS) -> list[str]:
+    """Create the declared topics that do not exist yet; returns the names created."""
+    admin = AIOKafkaAdminClient(bootstrap_servers=settings.kafka_bootstrap, request_timeout_ms=10000)
+    await admin.start()
+    try:
+        existing = set(await admin.list_topics())
+        missing = [t for t in topics if t.name not in existing]
+        created = []
+        for topic in missing:
+            try:
+                await admin.create_topics([NewTopic(topic.name, topic.partitions, 1)])
+                created.append(topic.name)
+            except TopicAlreadyExistsError:
+                pass  # another service created it concurrently
+        return created
+    finally:
+        await admin.close()
+
+
+class Producer:
+    """Avro producer over one aiokafka producer; keys are encoded as UTF-8."""
+
+    def __init__(self, settings: Settings):
+        self._settings = settings
+        self._producer: AIOKafkaProducer | None = None
+
+    async def start(self) -> None:
+        for delay in backoff_delays(self._settings.connect_backoff_initial_s, self._settings.connect_backoff_max_s):
+            producer = AIOKafkaProducer(
+                bootstrap_servers=self._settings.kafka_bootstrap,
+                client_id=self._settings.kafka_client_id,
+                acks="all",
+                linger_ms=1,
+            )
+            try:
+                await producer.start()
+                self._producer = producer
+                return
+            except (KafkaConnectionError, OSError) as exc:
+                await producer.stop()
+                log.warning("producer cannot reach broker (%s); retrying in %.1fs", exc, delay)
+                await asyncio.sleep(delay)
+
+    async def stop(self) -> None:
+        if self._producer is not None:
+            await self._producer.stop()
+            self._producer = None
+
+    async def send(self, topic: Topic, key: str, record: dict[str, Any]) -> tuple[int, int]:
+        """Encode and send; waits for the broker's acknowledgement. Returns (partition, offset)."""
+        if self._producer is None:
+            raise RuntimeError("producer not started")
+        value = codec.encode(topic.schema, record)
+        meta = await self._producer.send_and_wait(
+            topic.name, value=value, key=key.encode(),
+            headers=[(codec.SCHEMA_HEADER, topic.schema.encode())])
+        return meta.partition, meta.offset
+
+    async def send_raw(self, topic: str, key: bytes | None, value: bytes | None) -> None:
+        if self._producer is None:
+            raise RuntimeError("producer not started")
+        await self._producer.send_and_wait(topic, value=value, key=key)
+
+
+async def dead_letter(producer: Producer, rec: ConsumerRecord, error: str, consumer: str) -> None:
+    log.error("dead-lettering %s[%d]@%d: %s", rec.topic, rec.partition, rec.offset, error)
+    await producer.send(DEAD_LETTER, rec.topic, {
+        "source_topic": rec.topic, "partition": rec.partition, "offset": rec.offset,
+        "key": rec.key, "value": rec.value, "error": error[:2000], "consumer": consumer, "ts_ms": now_ms(),
+    })
+
+
+Handler = Callable[[Topic, dict[str, Any], ConsumerRecord], Awaitable[None]]
+
+
+@dataclass
+class ConsumerLoop:
+    """Consume topics in a consumer group, decode Avro, call the handler; commit after each batch.
+
+    A record that fails decoding, or whose handler raises, goes to the dead-letter topic with the
+    error and its source offset; the loop keeps going.
+    """
+
+    settings: Settings
+    group_id: str
+    topics: list[Topic]
+    handler: Handler
+    producer: Producer
+    auto_offset_reset: str = "earliest"
+
+    def __post_init__(self) -> None:
+        self._stop = asyncio.Event()
+        self.ready = asyncio.Event()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    async def run(self) -> None:
+        consumer: AIOKafkaConsumer | None = None
+        for delay in backoff_delays(self.settings.connect_backoff_initial_s, self.settings.connect_backoff_max_s):
+            consumer = AIOKafkaConsumer(
+                *[t.name for t in self.topics],
+                bootstrap_servers=self.settings.kafka_bootstrap,
+                group_id=self.group_id,
+                client_id=f"{self.settings.kafka_client_id}-{self.group_id}",
+                enable_auto_commit=False,
+                auto_offset_reset=self.auto_offset_reset,
+                fetch_max_wait_ms=self.settings.kafka_fetch_max_wait_ms,
+                session_timeout_ms=self.settings.kafka_session_timeout_ms,
+                heartbeat_interval_ms=self.settings.kafka_heartbeat_interval_ms,
+            )
+            try:
+                await consumer.start()
+                break
+            except (KafkaConnectionError, OSError) as exc:
+                await consumer.stop()
+                log.warning("consumer %s cannot reach broker (%s); retrying in %.1fs", self.group_id, exc, delay)
+                await asyncio.sleep(delay)
+        assert consumer is not None
+        self.ready.set()
+        try:
+            while not self._stop.is_set():
+                batches = await consumer.getmany(timeout_ms=200, max_records=200)
+                for records in batches.values():
+                    for rec in records:
+                        await self._handle(rec)
+                if batches:
+                    await consumer.commit()
+        finally:
+            await consumer.stop()
+
+    async def _handle(self, rec: ConsumerRecord) -> None:
+        topic = by_name(rec.topic)
+        try:
+            record = codec.decode(topic.schema, rec.value)
+        except codec.DecodeError as exc:
+            await dead_letter(self.producer, rec, f"decode: {exc}", self.group_id)
+            return
+        try:
+            await self.handler(topic, record, rec)
+        except Exception as exc:  # a poison record must not stop the room
+            log.exception("handler failed on %s[%d]@%d", rec.topic, rec.partition, rec.offset)
+            await dead_letter(self.producer, rec, f"handler: {type(exc).__name__}: {exc}", self.group_id)
