@@ -74,7 +74,8 @@ def decode(full_name: str, data: bytes | None) -> dict[str, Any]:
 
 def validate(full_name: str, record: dict[str, Any]) -> None:
     """Raise DecodeError with the offending field when a record does not fit its schema."""
-    from fastavro.validation import ValidationError, validate as _validate
+    from fastavro.validation import ValidationError
+    from fastavro.validation import validate as _validate
 
     try:
         _validate(record, schema(full_name), raise_errors=True)

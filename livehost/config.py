@@ -75,6 +75,8 @@ class Settings(BaseSettings):
 
     # Policy model served by Triton.
     policy_model: str = "policy_reference"
+    # Models of the Triton repository the policy service may route to (per room or experiment arm).
+    policy_models: list[str] = ["policy_reference", "policy_llm"]
     policy_timeout_s: float = 5.0
     policy_retries: int = 2
 

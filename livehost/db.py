@@ -24,7 +24,7 @@ async def connect_pool(dsn: str, *, attempts: int | None = None, min_size: int =
             break
         try:
             return await asyncpg.create_pool(dsn, min_size=min_size, max_size=max_size, timeout=5)
-        except (OSError, asyncpg.PostgresError, asyncio.TimeoutError) as exc:
+        except (TimeoutError, OSError, asyncpg.PostgresError) as exc:
             last = exc
             log.warning("PostgreSQL not reachable (%s); retrying in %.1fs", exc, delay)
             await asyncio.sleep(delay)

@@ -42,7 +42,7 @@ async def wait_for_broker(settings: Settings, attempts: int | None = None) -> No
             await admin.start()
             await admin.list_topics()
             return
-        except (KafkaError, OSError, asyncio.TimeoutError) as exc:
+        except (TimeoutError, KafkaError, OSError) as exc:
             last = exc
             log.warning("broker %s not reachable (%s); retrying in %.1fs", settings.kafka_bootstrap, exc, delay)
         finally:

@@ -18,6 +18,7 @@ from livehost.hooks.step import check_action
 from livehost.hooks.verdict import Verdict
 
 Route = Literal["turn", "tool_call", "terminal"]
+POLICY_UNAVAILABLE = "policy unavailable"
 
 
 @dataclass
@@ -61,6 +62,8 @@ def after_action(harness: Harness, state: dict[str, Any], action: dict[str, Any]
         return terminal(state, "cancelled", None, "stale: request exceeded its time budget")
     kind = action["kind"]
     last_turn = state["turn"] + 1 >= harness.limits.max_turns
+    if kind == "invalid" and (action.get("error") or "").startswith(POLICY_UNAVAILABLE):
+        return fallback(harness, state, action["error"])
     if kind == "invalid":
         if last_turn:
             return fallback(harness, state, f"turn limit reached after invalid output: {action.get('error')}")

@@ -24,10 +24,13 @@ class Batch:
     opened_ms: int
     comments: list[dict[str, Any]] = field(default_factory=list)
     event_ids: list[str] = field(default_factory=list)  # every event, duplicates included
+    tokens: list[Any] = field(default_factory=list)  # transport handles to acknowledge once handled
     collapsed: int = 0
 
-    def add(self, comment: dict[str, Any]) -> None:
+    def add(self, comment: dict[str, Any], token: Any = None) -> None:
         self.event_ids.append(comment["event_id"])
+        if token is not None:
+            self.tokens.append(token)
         key = normalise(comment["text"])
         if any(normalise(c["text"]) == key for c in self.comments):
             self.collapsed += 1
@@ -41,12 +44,12 @@ class Merger:
         self.max_batch = max_batch
         self._open: dict[str, Batch] = {}
 
-    def add(self, room_id: str, comment: dict[str, Any], now_ms: int) -> list[Batch]:
+    def add(self, room_id: str, comment: dict[str, Any], now_ms: int, token: Any = None) -> list[Batch]:
         """Add a comment; returns batches that closed because they are full."""
         batch = self._open.get(room_id)
         if batch is None:
             batch = self._open[room_id] = Batch(room_id, now_ms)
-        batch.add(comment)
+        batch.add(comment, token)
         if len(batch.comments) >= self.max_batch:
             return [self._open.pop(room_id)]
         return []

@@ -16,13 +16,13 @@ import re
 import string
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 import jsonschema
 from pydantic import ValidationError
 
 from livehost.harness.loader import Problem, read_raw
-from livehost.harness.model import FailAction, Harness, HOOK_KINDS, HOOK_STAGES, PROMPT_SOURCES, SkillKind
+from livehost.harness.model import HOOK_KINDS, HOOK_STAGES, PROMPT_SOURCES, FailAction, Harness, SkillKind
 
 SKILL_KINDS: tuple[str, ...] = SkillKind.__args__  # type: ignore[attr-defined]
 FAIL_ACTIONS: tuple[str, ...] = FailAction.__args__  # type: ignore[attr-defined]
@@ -94,11 +94,11 @@ def _dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _is_int(value: Any) -> bool:
+def _is_int(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _is_num(value: Any) -> bool:
+def _is_num(value: Any) -> TypeGuard[float]:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
@@ -298,7 +298,8 @@ class _Checker:
                     self.warn("hooks.yaml", f"{where}.on_fail.message",
                               "correct-and-retry without a message tells the model nothing")
             if action == "correct" and _is_int(budget) and budget == 0:
-                self.warn("hooks.yaml", f"{where}.retry_budget", "correct-and-retry with a retry budget of 0 never retries")
+                self.warn("hooks.yaml", f"{where}.retry_budget",
+                          "correct-and-retry with a retry budget of 0 never retries")
             self._params(hook, where, kind)
 
     def _params(self, hook: dict[str, Any], where: str, kind: Any) -> None:
@@ -382,7 +383,8 @@ class _Checker:
             for name in fields:
                 if name != "content" and name not in PROMPT_SOURCES:
                     self.err("prompt.yaml", f"{where}.template",
-                             f"uses undefined source {{{name}}}; use {{content}} or one of: {', '.join(PROMPT_SOURCES)}")
+                             f"uses undefined source {{{name}}}; use {{content}} or one of: "
+                             + ", ".join(PROMPT_SOURCES))
             if "content" not in fields:
                 self.warn("prompt.yaml", f"{where}.template", "template does not include {content}")
         order = _list(self.prompt.get("truncation_order"))

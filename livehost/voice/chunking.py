@@ -36,6 +36,7 @@ _ALLOWED_SYMBOLS = set("$€£¥¢%&+=<>@#/*°^~|\\_©®™±×÷§")
 _CLAUSE_RE = re.compile(r"[,;:—–](?=\s)|\s[-–—]\s")
 _WS_RE = re.compile(r"[ \t\r\f\v]+")
 _NL_RE = re.compile(r"\s*\n\s*")
+_SPACE_BEFORE_PUNCT_RE = re.compile(r" +(?=[.,!?;:…])")
 
 
 @dataclass
@@ -109,6 +110,8 @@ def clean_text(text: str) -> tuple[str, list[str]]:
                 removed.append(c)
             kept.append("" if silent or cat == "Cf" else " ")
     out = _NL_RE.sub("\n", _WS_RE.sub(" ", "".join(kept)))
+    if removed:  # "items 中文." -> "items ." -> "items."
+        out = _SPACE_BEFORE_PUNCT_RE.sub("", out)
     return out, removed
 
 

@@ -280,7 +280,7 @@ class EspeakEngine:
         for k, (etype, pos, ipa) in enumerate(events):
             if etype != _EV_PHONEME:
                 continue
-            end = next((p for _t, p, _s in events[k + 1 :] if p >= pos), n)
+            end = next((p for _t, p, _s in events[k + 1 :] if p > pos), n)
             # an empty phoneme event marks a pause
             phonemes.append((ipa or "_", min(pos, n) / sr, min(max(end, pos), n) / sr))
         return Audio(samples, sr, phonemes)

@@ -1,0 +1,59 @@
+"""Triton python-backend model: the deterministic reference policy (livehost.policy.reference).
+
+Contract of Triton's vLLM backend (decoupled): text_input (here: the context JSON) ->
+text_output (one action JSON object) + finish_reason.
+"""
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import triton_python_backend_utils as pb_utils  # type: ignore[import-not-found]
+
+_REPO_ROOT = Path(__file__).resolve().parents[4]
+if (_REPO_ROOT / "livehost").is_dir() and str(_REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(_REPO_ROOT))
+
+from livehost.policy.reference import decide  # noqa: E402
+
+
+def _scalar(request, name, default=None):  # type: ignore[no-untyped-def]
+    tensor = pb_utils.get_input_tensor_by_name(request, name)
+    if tensor is None:
+        return default
+    value = tensor.as_numpy().reshape(-1)
+    if value.size == 0:
+        return default
+    item = value[0]
+    return item.decode("utf-8") if isinstance(item, bytes) else item
+
+
+def _response(text, finish_reason):  # type: ignore[no-untyped-def]
+    return pb_utils.InferenceResponse(output_tensors=[
+        pb_utils.Tensor("text_output", np.array([text.encode("utf-8")], dtype=np.object_)),
+        pb_utils.Tensor("finish_reason", np.array([finish_reason.encode("utf-8")], dtype=np.object_)),
+    ])
+
+
+class TritonPythonModel:
+    def initialize(self, args):  # type: ignore[no-untyped-def]
+        self.logger = pb_utils.Logger
+
+    def execute(self, requests):  # type: ignore[no-untyped-def]
+        final = pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL
+        for request in requests:
+            sender = request.get_response_sender()
+            try:
+                raw = _scalar(request, "text_input", "")
+                context = json.loads(raw)
+                if not isinstance(context, dict):
+                    raise ValueError("text_input must be a JSON object (the policy context)")
+                action = decide(context)
+                sender.send(_response(json.dumps(action, ensure_ascii=False), "stop"), flags=final)
+            except Exception as exc:  # noqa: BLE001 - reported to the client as a Triton error
+                sender.send(
+                    pb_utils.InferenceResponse(error=pb_utils.TritonError(f"policy_reference: {exc}")),
+                    flags=final,
+                )
+        return None

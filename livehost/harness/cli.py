@@ -1,0 +1,329 @@
+"""``livehost harness ...``: validate, version, review, activate and roll back harnesses.
+
+Every verb but ``validate`` (and ``diff`` of two folders) talks to the registry in PostgreSQL at
+``LIVEHOST_POSTGRES_DSN``; ``activate`` and ``rollback`` also announce the change on Kafka at
+``LIVEHOST_KAFKA_BOOTSTRAP`` so every replica reloads (replicas also poll, so a broker outage only
+delays the switch). The gRPC Harness API runs the same registry code.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable
+from datetime import datetime
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from livehost.harness.diff import format_diff
+from livehost.harness.loader import HarnessError, Problem, dump, load
+from livehost.harness.model import Harness
+from livehost.harness.registry import (
+    Activation,
+    HarnessSettings,
+    Registry,
+    RegistryError,
+    load_harness_settings,
+)
+from livehost.harness.validate import validate_path
+
+app = typer.Typer(help="Harness versions: validate, push, review, activate, roll back.", no_args_is_help=True)
+console = Console(highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+T = TypeVar("T")
+
+Target = Annotated[str, typer.Option("--target", "-t", help="global | room:<id> | arm:<experiment>/<arm>")]
+Force = Annotated[bool, typer.Option("--force", help="Override the review/evaluation gate (needs --reason).")]
+Reason = Annotated[str, typer.Option("--reason", help="Why (recorded in the audit log).")]
+
+
+def _ts(value: datetime | None) -> str:
+    return value.astimezone().strftime("%Y-%m-%d %H:%M:%S") if value else "-"
+
+
+def _print_problems(problems: list[Problem]) -> None:
+    for p in problems:
+        colour = "red" if p.severity == "error" else "yellow"
+        err.print(f"[{colour}]{p.severity:7}[/] {escape(p.file)}: [bold]{escape(p.field)}[/]: {escape(p.message)}")
+
+
+def _fail(message: str, code: int = 1) -> typer.Exit:
+    err.print(f"[red]error:[/] {escape(message)}")
+    return typer.Exit(code)
+
+
+def _run(fn: Callable[[Registry, HarnessSettings], Awaitable[T]], *, announce: bool = False) -> T:
+    """Run ``fn`` against the registry; registry refusals and invalid bundles exit with code 1."""
+    settings = load_harness_settings()
+
+    async def main() -> T:
+        publisher = None
+        if announce:
+            from livehost.harness.hotreload import KafkaHarnessPublisher
+
+            publisher = KafkaHarnessPublisher(settings.kafka_bootstrap, client_id=f"{settings.kafka_client_id}-cli")
+            try:
+                await publisher.start(settings.harness_announce_timeout_s)
+            except Exception as exc:
+                err.print(f"[yellow]warning:[/] Kafka at {settings.kafka_bootstrap} unreachable ({exc!r}); the change "
+                          f"is not announced, replicas pick it up by polling")
+                publisher = None
+        registry = await Registry.connect(settings.postgres_dsn, attempts=3, publisher=publisher,
+                                          require_evaluation=settings.harness_require_evaluation)
+        try:
+            return await fn(registry, settings)
+        finally:
+            await registry.close()
+            if publisher is not None:
+                await publisher.stop()
+
+    try:
+        return asyncio.run(main())
+    except HarnessError as exc:
+        _print_problems(exc.problems)
+        raise _fail(f"invalid harness ({len(exc.problems)} problems); nothing stored") from None
+    except RegistryError as exc:
+        raise _fail(str(exc)) from None
+    except ConnectionError as exc:
+        raise _fail(str(exc), 2) from None
+
+
+def _activation_line(a: Activation) -> str:
+    forced = " [red](forced)[/]" if a.forced else ""
+    version = a.version or "(cleared: follows global)"
+    return (f"{a.action} #{a.id}: {a.target} → [bold]{version}[/] (was {a.previous_version or '-'}) "
+            f"by {escape(a.actor)} at {_ts(a.created_at)}{forced}"
+            + (f" reason: {escape(a.reason)}" if a.reason else ""))
+
+
+@app.command()
+def validate(path: Annotated[Path, typer.Argument(help="Harness folder.")],
+             strict: Annotated[bool, typer.Option(help="Treat warnings as errors.")] = False) -> None:
+    """Check a harness folder and report EVERY problem with file and field."""
+    report = validate_path(path)
+    _print_problems(report.problems)
+    failing = report.errors + (report.warnings if strict else [])
+    if failing or report.harness is None:
+        raise _fail(f"{path}: {len(report.errors)} errors, {len(report.warnings)} warnings")
+    h = report.harness
+    console.print(f"[green]ok[/] {path}: version {h.version()} — {len(h.skills)} skills, {len(h.tools)} tools, "
+                  f"{len(h.hooks)} hooks, {len(h.prompt.sections)} prompt sections"
+                  + (f", {len(report.warnings)} warnings" if report.warnings else ""))
+
+
+@app.command()
+def push(path: Annotated[Path, typer.Argument(help="Harness folder.")],
+         author: Annotated[str, typer.Option(help="Who pushes.")],
+         message: Annotated[str, typer.Option("--message", "-m", help="Why.")] = "",
+         parent: Annotated[str, typer.Option(help="Parent version (default: the global active one).")] = "") -> None:
+    """Store a harness folder as an immutable version (identical content returns the same version)."""
+    result = _run(lambda r, _s: r.push(path, author=author, message=message, parent=parent or None))
+    _print_problems(list(result.warnings))
+    state = "stored" if result.created else "already stored"
+    console.print(f"{state}: [bold]{result.version}[/]")
+
+
+@app.command()
+def show(version: str,
+         out: Annotated[Path | None, typer.Option(help="Write the version as a harness folder here.")] = None,
+         as_json: Annotated[bool, typer.Option("--json", help="Print the canonical JSON bundle.")] = False) -> None:
+    """Show a version (metadata, contents, evaluations, proposals, load status)."""
+    async def fn(r: Registry, _s: HarnessSettings) -> tuple[Any, ...]:
+        info, harness = await r.show(version)
+        return (info, harness, await r.proposals(version=info.version), await r.evaluations(info.version),
+                await r.load_status(info.version))
+
+    info, harness, proposals, evaluations, statuses = _run(fn)
+    if as_json:
+        console.print_json(json.dumps(harness.canonical()))
+        return
+    console.print(f"version [bold]{info.version}[/] ({escape(info.name)})")
+    console.print(f"  parent  {info.parent or '-'}\n  author  {escape(info.author)}\n  date    {_ts(info.created_at)}")
+    console.print(f"  message {escape(info.message)}")
+    _summary(harness)
+    for p in proposals:
+        console.print(f"  proposal #{p.id} [{p.status}] by {escape(p.author)}: {escape(p.message)}")
+    for e in evaluations:
+        console.print(f"  evaluation #{e.id} {'[green]passed[/]' if e.passed else '[red]failed[/]'} "
+                      f"by {escape(e.actor)} at {_ts(e.created_at)}")
+    for st in statuses:
+        console.print(f"  load in {st.service}: {'ok' if st.ok else '[red]failed[/] ' + escape(st.error)}")
+    if out is not None:
+        dump(harness, out)
+        console.print(f"written to {out}")
+
+
+def _summary(h: Harness) -> None:
+    table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
+    table.add_column("component")
+    table.add_column("contents")
+    table.add_row("skills", ", ".join(f"{s.id} ({s.kind})" for s in h.skills))
+    table.add_row("tools", ", ".join(t.name + (" *" if t.side_effect else "") for t in h.tools))
+    table.add_row("hooks", ", ".join(f"{x.id} ({x.stage}/{x.kind})" for x in h.hooks))
+    table.add_row("prompt", " > ".join(s.id for s in h.prompt.sections) + f"  [budget {h.prompt.token_budget}]")
+    table.add_row("rules", f"max discount {h.rules.max_discount_pct:g}%, {len(h.rules.banned_phrases)} banned "
+                           f"phrases, max reply {h.rules.max_reply_chars} chars")
+    console.print(table)
+
+
+@app.command("log")
+def log_(limit: Annotated[int, typer.Option(help="How many versions.")] = 20) -> None:
+    """Stored versions, newest first."""
+    async def fn(r: Registry, _s: HarnessSettings) -> tuple[Any, dict[str, str]]:
+        return await r.log(limit), await r.active_all()
+
+    versions, active = _run(fn)
+    where: dict[str, list[str]] = {}
+    for target, v in active.items():
+        where.setdefault(v, []).append(target)
+    table = Table("version", "date", "author", "parent", "active on", "message", header_style="bold")
+    for v in versions:
+        table.add_row(v.version, _ts(v.created_at), escape(v.author), v.parent or "-",
+                      ", ".join(sorted(where.get(v.version, []))), escape(v.message))
+    console.print(table)
+
+
+@app.command("diff")
+def diff_(a: Annotated[str, typer.Argument(help="Older: version, version prefix or folder.")],
+          b: Annotated[str, typer.Argument(help="Newer: version, version prefix or folder.")]) -> None:
+    """Per-component diff of two harnesses (versions or folders)."""
+    def local(ref: str) -> Harness | None:
+        return load(ref) if Path(ref).is_dir() else None
+
+    try:
+        ha, hb = local(a), local(b)
+    except HarnessError as exc:
+        _print_problems(exc.problems)
+        raise _fail("invalid harness folder") from None
+    if ha is None or hb is None:
+        async def fn(r: Registry, _s: HarnessSettings) -> tuple[Harness, Harness]:
+            return ha or await r.harness(a), hb or await r.harness(b)
+
+        ha, hb = _run(fn)
+    text = format_diff(ha, hb)
+    if not text:
+        console.print("no differences")
+        return
+    for line in text.splitlines():
+        stripped = line.strip()
+        style = ("bold cyan" if line.startswith("==") else "green" if stripped.startswith("+") else
+                 "red" if stripped.startswith("-") else "yellow" if line.startswith("~") else "")
+        console.print(f"[{style}]{escape(line)}[/]" if style else escape(line))
+
+
+@app.command()
+def propose(version: str, author: Annotated[str, typer.Option()],
+            message: Annotated[str, typer.Option("--message", "-m")] = "") -> None:
+    """Propose a version for activation (it then needs an approving review by someone else)."""
+    p = _run(lambda r, _s: r.propose(version, author=author, message=message))
+    console.print(f"proposal [bold]#{p.id}[/] for {p.version}: {p.status}")
+
+
+@app.command()
+def proposals(version: Annotated[str, typer.Option(help="Only this version.")] = "",
+              status: Annotated[str, typer.Option(help="Only this status.")] = "") -> None:
+    """List proposals, newest first."""
+    rows = _run(lambda r, _s: r.proposals(version=version or None, status=status or None))
+    table = Table("id", "version", "status", "author", "date", "message", header_style="bold")
+    for p in rows:
+        table.add_row(str(p.id), p.version, p.status, escape(p.author), _ts(p.created_at), escape(p.message))
+    console.print(table)
+
+
+@app.command()
+def review(proposal: int, reviewer: Annotated[str, typer.Option()],
+           approve: Annotated[bool, typer.Option("--approve")] = False,
+           reject: Annotated[bool, typer.Option("--reject")] = False,
+           request_changes: Annotated[bool, typer.Option("--request-changes")] = False,
+           comment: Annotated[str, typer.Option()] = "") -> None:
+    """Approve, reject or request changes on a proposal (the author may not review it)."""
+    chosen = [d for d, on in (("approve", approve), ("reject", reject), ("request_changes", request_changes)) if on]
+    if len(chosen) != 1:
+        raise _fail("choose exactly one of --approve, --reject, --request-changes", 2)
+    p = _run(lambda r, _s: r.review(proposal, reviewer=reviewer, decision=chosen[0], comment=comment))
+    console.print(f"proposal #{p.id} ({p.version}): [bold]{p.status}[/]")
+
+
+@app.command("attach-evaluation")
+def attach_evaluation(version: str,
+                      result: Annotated[Path, typer.Option(help="JSON file with the evaluation result.")],
+                      passed: Annotated[bool, typer.Option("--passed/--failed")],
+                      actor: Annotated[str, typer.Option()] = "evaluation") -> None:
+    """Attach an evaluation result to a version (normally done by the evaluation runner)."""
+    data = json.loads(result.read_text())
+    e = _run(lambda r, _s: r.attach_evaluation(version, data, passed, actor=actor))
+    console.print(f"evaluation #{e.id} attached to {e.version}: {'passed' if e.passed else 'failed'}")
+
+
+@app.command()
+def activate(version: str, actor: Annotated[str, typer.Option()], target: Target = "global",
+             force: Force = False, reason: Reason = "") -> None:
+    """Activate a version for a target (needs an approved review and a passing evaluation)."""
+    a = _run(lambda r, _s: r.activate(version, target=target, actor=actor, force=force, reason=reason),
+             announce=True)
+    console.print(_activation_line(a) + ("" if a.announced else " [yellow](not announced)[/]"))
+
+
+@app.command()
+def rollback(actor: Annotated[str, typer.Option()], target: Target = "global",
+             to: Annotated[str, typer.Option("--to", help="Version to return to (default: the previous one).")] = "",
+             force: Force = False, reason: Reason = "") -> None:
+    """Return a target to its previous activation (or to --to VERSION)."""
+    a = _run(lambda r, _s: r.rollback(target=target, actor=actor, to=to or None, force=force, reason=reason),
+             announce=True)
+    console.print(_activation_line(a) + ("" if a.announced else " [yellow](not announced)[/]"))
+
+
+@app.command()
+def active(target: Annotated[str, typer.Option("--target", "-t", help="One target (default: all).")] = "",
+           history: Annotated[bool, typer.Option(help="Show the target's activation history.")] = False) -> None:
+    """Active version per target."""
+    async def fn(r: Registry, _s: HarnessSettings) -> list[Activation]:
+        if target:
+            if history:
+                return await r.history(target)
+            one = await r.active(target)
+            return [one] if one else []
+        return [a for t in sorted(await r.active_all()) if (a := await r.active(t)) is not None]
+
+    rows = _run(fn)
+    if not rows:
+        console.print(f"no active harness{' on ' + target if target else ''}")
+        if target:
+            raise typer.Exit(3)
+    for a in rows:
+        console.print(_activation_line(a))
+
+
+@app.command()
+def audit(limit: Annotated[int, typer.Option()] = 50,
+          version: Annotated[str, typer.Option()] = "",
+          target: Annotated[str, typer.Option()] = "",
+          actor: Annotated[str, typer.Option()] = "") -> None:
+    """The audit log, newest first."""
+    rows = _run(lambda r, _s: r.audit(limit=limit, version=version or None, target=target or None,
+                                      actor=actor or None))
+    table = Table("#", "when", "actor", "action", "version", "target", "proposal", "details", header_style="bold")
+    for e in rows:
+        style = "red" if e.action.endswith(".refused") or e.action == "load_failed" else ""
+        table.add_row(str(e.id), _ts(e.at), escape(e.actor), f"[{style}]{e.action}[/]" if style else e.action,
+                      e.version or "", e.target or "", str(e.proposal_id or ""),
+                      escape(json.dumps({k: v for k, v in e.details.items() if v not in (None, "", [], False)},
+                                        ensure_ascii=False)))
+    console.print(table)
+
+
+@app.command()
+def status(version: Annotated[str, typer.Argument(help="Only this version.")] = "") -> None:
+    """What each service reported loading harness versions (ok, or the error it served through)."""
+    rows = _run(lambda r, _s: r.load_status(version or None))
+    table = Table("service", "version", "ok", "replica", "when", "error", header_style="bold")
+    for st in rows:
+        table.add_row(st.service, st.version, "yes" if st.ok else "[red]no[/]", st.replica, _ts(st.updated_at),
+                      escape(st.error))
+    console.print(table)

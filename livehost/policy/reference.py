@@ -1,0 +1,1122 @@
+"""Deterministic reference policy: ``decide(context) -> action``.
+
+It sees only what a model would see (the context JSON of prompt assembly): skill ids, kinds and
+descriptions; tool names, descriptions and JSON-schema parameters; rules; product data; the
+transcript. It never names a skill or tool: it picks them by scoring their descriptions against a
+natural-language lexicon, so renaming every skill, tool and tool argument keeps it working.
+
+One call decides one turn. The plan is recomputed from the context every turn (stateless):
+
+1. screen the comment (injection / abuse -> ``no_reply``);
+2. detect intents (multi-intent allowed) and the information each needs;
+3. map each need to the best-matching tool and fill its arguments from the schema; call each
+   planned tool once (one retry after a transient failure, never an identical call beyond that);
+4. load the best-matching *reply* skill;
+5. reply with short sentences composed only from tool results / product data, obeying
+   corrections, ``max_reply_chars``, banned phrases and claims that need evidence.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+# --------------------------------------------------------------------------- words
+
+_WORD_RE = re.compile(r"[a-z0-9]+")
+_STOP = {
+    "a", "an", "the", "is", "are", "it", "this", "that", "of", "to", "in", "on", "for", "and", "or", "do",
+    "does", "i", "you", "me", "my", "we", "can", "be", "with", "what", "how", "any", "there", "have",
+    "has", "your", "its", "at", "by", "from", "as", "so", "if", "will", "would", "one", "please", "pls",
+}
+_SYNONYM = {
+    "colour": "color", "colours": "color", "promo": "promotion", "promotional": "promotion",
+    "voucher": "coupon", "cheap": "price", "costs": "cost", "inventory": "stock", "availability": "available",
+    "avail": "available", "qty": "quantity", "spec": "specification", "specs": "specification",
+    "deliver": "delivery", "shipment": "shipping", "ship": "shipping", "shipped": "shipping",
+    "info": "information", "detail": "details", "size": "size", "sizing": "size", "waterproofing": "waterproof",
+}
+
+
+def stem(word: str) -> str:
+    w = word.lower()
+    if w in _SYNONYM:
+        return _SYNONYM[w]
+    for suffix in ("ing", "ed"):
+        if w.endswith(suffix) and len(w) > len(suffix) + 3:
+            w = w[: -len(suffix)]
+            if len(w) > 3 and w[-1] == w[-2] and w[-1] not in "ls":
+                w = w[:-1]
+            break
+    else:
+        if w.endswith("ies") and len(w) > 4:
+            w = w[:-3] + "y"
+        elif w.endswith("es") and len(w) > 4 and w[-3] in "sxz" or w.endswith(("ches", "shes")):
+            w = w[:-2]
+        elif w.endswith("s") and not w.endswith("ss") and len(w) > 3:
+            w = w[:-1]
+    return _SYNONYM.get(w, w)
+
+
+def words(text: str) -> list[str]:
+    return _WORD_RE.findall(text.lower().replace("_", " "))
+
+
+def stems(text: str) -> set[str]:
+    return {stem(w) for w in words(split_identifier(text)) if w not in _STOP}
+
+
+def split_identifier(text: str) -> str:
+    """``getProductInfo_by-link`` -> ``get Product Info by link``."""
+    return re.sub(r"([a-z])([A-Z])", r"\1 \2", text).replace("_", " ").replace("-", " ")
+
+
+def _vocab(*items: str) -> set[str]:
+    return {stem(w) for item in items for w in words(item)}
+
+
+# --------------------------------------------------------------------------- intents
+
+INTENT_PATTERNS: dict[str, list[str]] = {
+    "price": [
+        r"\bhow much\b", r"\bprice[sd]?\b", r"\bpricing\b", r"\bcost(s|ing)?\b", r"\bexpensive\b",
+        r"\bcheap(er|est)?\b", r"\bafford", r"\bworth it\b",
+    ],
+    "stock": [
+        r"\bin stock\b", r"\bstock\b", r"\bsold out\b", r"\bleft\b", r"\bavailab(le|ility)\b",
+        r"\brestock", r"\binventory\b", r"\bstill (have|got|there)\b", r"\bhow many\b", r"\bany more\b",
+        r"\bremaining\b", r"\brun out\b",
+    ],
+    "coupon": [
+        r"\bcoupons?\b", r"\bdiscounts?\b", r"\bdeals?\b", r"\bpromo(tion)?s?\b", r"\bvouchers?\b",
+        r"\bcodes?\b", r"%\s*off\b", r"\bon sale\b", r"\bbargain\b", r"\bsales? price\b", r"\boffers?\b",
+    ],
+    "attribute": [
+        r"\bcolou?rs?\b", r"\bsizes?\b", r"\bsizing\b", r"\bmaterials?\b", r"\bfabric\b", r"\bmade (of|from)\b",
+        r"\bwater ?proof", r"\bwater[- ]resistant\b", r"\brain\b", r"\bweigh(t|s)?\b", r"\bheavy\b",
+        r"\bcapacity\b", r"\bhow big\b", r"\bdimensions?\b", r"\bspecs?\b", r"\bspecifications?\b",
+        r"\bfeatures?\b", r"\bbattery\b", r"\bwashable\b", r"\bdishwasher\b", r"\bmicrowave\b",
+        r"\bfit(s)?\b", r"\brun(s)? (small|large|big)\b", r"\bwarm\b", r"\bmade in\b",
+        r"\bwhat is it\b", r"\bml\b", r"\bgrams?\b", r"\blightweight\b", r"\bquality\b",
+    ],
+    "faq": [
+        r"\bshipping\b", r"\bship(s|ped)?\b", r"\bdeliver(y|ed|s)?\b", r"\barrive", r"\breturns?\b",
+        r"\brefunds?\b", r"\bexchange\b", r"\bwarranty\b", r"\bguarantee\b", r"\bcare\b", r"\bwash\b",
+        r"\brun(s)? (small|large|big)\b", r"\btrue to size\b", r"\bsize up\b",
+    ],
+    "purchase": [
+        r"\bbuy(ing)?\b", r"\bpurchase\b", r"\border (it|one|this|that|now|two)\b", r"\bcart\b",
+        r"\bcheck ?out\b", r"\bhow (do|can) i (get|buy|order)\b", r"\bi('ll| will)? ?take (it|one|two)\b",
+        r"\bwant (one|it|this|that)\b", r"\bwhere.*\blink\b", r"\bsold\b.*\bme\b", r"\bgrab (one|it)\b",
+    ],
+    "after_sales": [
+        r"\bmy order\b", r"\border (status|number|no\.?|#|id)\b", r"\btrack(ing)?\b", r"\bhasn'?t arrived\b",
+        r"\bnot (arrived|received|come)\b", r"\brefunds?\b", r"\breturn (it|this|my)\b",
+        r"\bwhere is my\b", r"\bmy (package|parcel|delivery)\b", r"\bexchange (it|my)\b",
+        r"\bwhen will (it|my) (arrive|ship|come)\b", r"\bbroken\b", r"\bdamaged\b",
+    ],
+    "chit_chat": [
+        r"^\s*(hi|hello|hey|yo|hiya|howdy)\b", r"\bgood (morning|evening|afternoon|night)\b",
+        r"\blove (this|you|it|the|your)\b", r"\bthanks?\b", r"\bthank you\b", r"\blol\b", r"\bhaha",
+        r"\bhow are you\b", r"\bnice\b", r"\bbeautiful\b", r"\bcute\b", r"\bawesome\b", r"\bwow\b",
+        r"\bamazing\b", r"\bgreetings\b",
+    ],
+}
+_INJECTION_PATTERNS = [
+    r"ignore (all |any )?(the )?(previous|prior|above|earlier|your) (instructions|rules|prompts?)",
+    r"(reveal|show|print|repeat|tell me) (me )?(your|the) (system )?(prompt|instructions|rules)",
+    r"\byou are now\b", r"\bdeveloper mode\b", r"\bjailbreak\b", r"\bsystem prompt\b",
+    r"\bpretend (to be|you are)\b", r"\bact as\b", r"\bdisregard\b.*\b(instructions|rules)\b",
+    r"\bannounce\b.*\d+ ?%", r"\bforget (all|your|the) (previous )?(instructions|rules)\b",
+    r"(give|announce|offer|make)\b.*\b(everyone|everybody|all viewers)\b.*\d+ ?%",
+]
+_ABUSE_PATTERNS = [
+    r"\bidiot", r"\bstupid\b", r"\bmoron", r"\btrash\b", r"\bshut up\b", r"\bdumb\b", r"\bscam(mer)?\b",
+    r"\bliar\b", r"\bhate you\b", r"\bf+u+c+k", r"\bshit\b", r"\bloser\b", r"\bgarbage host\b",
+]
+_COMPLIANCE_PATTERNS = [
+    r"\bcounterfeit\b", r"\breplicas?\b", r"\bfake (receipt|invoice|review|reviews|tag|label)s?\b",
+    r"\bknock ?-?offs?\b", r"\bfake discount\b", r"\bbypass\b", r"\bunder the table\b",
+]
+_GREETING_RE = re.compile(r"^\s*(hi|hello|hey|yo|hiya|howdy|good (morning|evening|afternoon|night))\b")
+_THANKS_RE = re.compile(r"\b(thanks?|thank you)\b")
+_LINK_RE = re.compile(r"\blink\s*(?:#|no\.?|num(?:ber)?\.?)?\s*(\d{1,4})\b|#\s?(\d{1,4})\b", re.IGNORECASE)
+_ORDER_RE = re.compile(
+    r"\border\s*(?:#|no\.?|number|num|id)?\s*[:#]?\s*([A-Za-z]*-?\d[\w-]{3,})"
+    r"|\b([A-Z]{2,5}-?\d{4,}[\w-]*)\b|\b(\d{8,})\b",
+    re.IGNORECASE,
+)
+_NUM_RE = re.compile(r"\d+(?:[.,]\d+)*")
+
+
+def _find(patterns: list[str], text: str) -> int | None:
+    """Position of the earliest match of any pattern, or None."""
+    best: int | None = None
+    for pattern in patterns:
+        m = re.search(pattern, text)
+        if m and (best is None or m.start() < best):
+            best = m.start()
+    return best
+
+
+# Descriptor words: an intent or information need, as it might be described by a harness.
+NEED_WORDS: dict[str, tuple[set[str], set[str]]] = {
+    # need: (positive words, penalty words)
+    "product": (
+        _vocab("product details information title price currency attributes colors sizes materials specs "
+               "features link item"),
+        _vocab("search keyword pin screen issue stock inventory order faq coupons promotion"),
+    ),
+    "inventory": (
+        _vocab("stock inventory availability available left units sold out level quantity restock"),
+        _vocab("search keyword pin issue coupon order faq"),
+    ),
+    "coupon": (
+        _vocab("coupons promotion promo codes discount percent deal voucher minimum spend available list"),
+        _vocab("issue side effect once viewer pin order"),
+    ),
+    "coupon_issue": (
+        _vocab("issue coupon code viewer give send claim"),
+        _vocab("list available search pin"),
+    ),
+    "faq": (
+        _vocab("faq questions documents merchant sizing shipping returns care delivery policy answer search "
+               "knowledge"),
+        _vocab("pin issue order status tracking coupon"),
+    ),
+    "order": (
+        _vocab("order status shipping delivery tracking track after sales package parcel"),
+        _vocab("pin issue coupon search keyword faq"),
+    ),
+    "pin": (
+        _vocab("pin card screen tap buy show display checkout cart"),
+        _vocab("search issue coupon order inventory"),
+    ),
+    "search": (
+        _vocab("search keyword find names product lineup"),
+        _vocab("faq pin issue order coupon"),
+    ),
+}
+
+SKILL_WORDS: dict[str, set[str]] = {
+    "price": _vocab("price discount coupon promotion deal how much cost"),
+    "coupon": _vocab("coupon discount promotion deal code price"),
+    "stock": _vocab("stock availability available left sold out restock"),
+    "attribute": _vocab("product features materials sizes colors specs waterproofing item questions"),
+    "faq": _vocab("faq sizing care shipping delivery returns"),
+    "purchase": _vocab("buy order cart checkout pin card purchase"),
+    "after_sales": _vocab("after sales order status shipping delivery returns refunds"),
+    "chit_chat": _vocab("greet greeting chit chat off topic warmly hello small talk"),
+    "refusal": _vocab("refuse politely decline rules fake counterfeit revealing instructions break"),
+}
+
+_ATTR_HINTS: dict[str, set[str]] = {
+    # attribute key stem -> viewer words that ask for it
+    "color": _vocab("color colors colour colours shade black white red blue"),
+    "size": _vocab("size sizes sizing fit fits small large big"),
+    "material": _vocab("material materials fabric made cotton leather wool"),
+    "waterproof": _vocab("waterproof water rain resistant wet"),
+    "weight": _vocab("weight weigh heavy light lightweight gram grams"),
+    "capacity": _vocab("capacity hold holds big ml volume litre liter"),
+    "battery": _vocab("battery charge hours"),
+    "dimension": _vocab("dimension dimensions big long wide tall height width length"),
+}
+_UNIT_SUFFIX = {"mm": "mm", "cm": "cm", "m": "m", "g": "g", "kg": "kg", "ml": "ml", "l": "L", "h": "hours",
+                "hr": "hours", "hours": "hours", "mah": "mAh", "w": "W", "pct": "%", "in": "in"}
+_CURRENCY_WORD = {"CNY": "yuan", "RMB": "yuan", "USD": "dollars", "EUR": "euros", "GBP": "pounds",
+                  "JPY": "yen"}
+
+
+# --------------------------------------------------------------------------- context views
+
+
+@dataclass
+class Call:
+    tool: str
+    arguments: dict[str, Any]
+    ok: bool | None = None  # None: no result (rejected by a hook or pending)
+    result: Any = None
+    error_code: str | None = None
+    rejected: bool = False
+
+    @property
+    def key(self) -> str:
+        return _call_key(self.tool, self.arguments)
+
+
+def _call_key(tool: str, arguments: dict[str, Any]) -> str:
+    return tool + "\x00" + json.dumps(arguments, sort_keys=True, default=str)
+
+
+@dataclass
+class State:
+    calls: list[Call] = field(default_factory=list)
+    loaded: list[str] = field(default_factory=list)
+    corrections: list[dict[str, Any]] = field(default_factory=list)
+    reply_corrections: int = 0
+    skill_corrections: list[dict[str, Any]] = field(default_factory=list)
+    actions: int = 0
+
+
+def _read_transcript(ctx: dict[str, Any]) -> State:
+    st = State()
+    for s in ctx.get("loaded_skills") or []:
+        if isinstance(s, dict) and s.get("id") and s["id"] not in st.loaded:
+            st.loaded.append(str(s["id"]))
+    last_call: Call | None = None
+    for entry in ctx.get("transcript") or []:
+        if not isinstance(entry, dict):
+            continue
+        kind = entry.get("kind")
+        data = entry.get("data") or {}
+        if kind == "tool_call":
+            st.actions += 1
+            last_call = Call(str(data.get("tool") or entry.get("name") or ""), dict(data.get("arguments") or {}))
+            st.calls.append(last_call)
+        elif kind == "tool_result":
+            tool = str(data.get("tool") or entry.get("name") or "")
+            target = next((c for c in reversed(st.calls) if c.tool == tool and c.ok is None and not c.rejected),
+                          None)
+            if target is None:
+                target = Call(tool, {})
+                st.calls.append(target)
+            target.ok = bool(data.get("ok"))
+            target.result = data.get("result")
+            target.error_code = data.get("error_code") or (None if target.ok else "error")
+        elif kind == "skill_load":
+            st.actions += 1
+            sid = data.get("skill") or entry.get("name")
+            if sid and sid not in st.loaded:
+                st.loaded.append(str(sid))
+        elif kind == "correction":
+            st.actions += 1
+            st.corrections.append(data)
+            msg = f"{data.get('message', '')} {data.get('reason', '')}".lower()
+            if last_call is not None and last_call.ok is None:
+                last_call.rejected = True
+                last_call = None
+            elif "skill" in msg:
+                st.skill_corrections.append(data)
+            else:
+                st.reply_corrections += 1
+        elif kind == "model_output":
+            st.actions += 1
+    return st
+
+
+def _score(text_stems: set[str], positive: set[str], penalty: set[str]) -> float:
+    return len(text_stems & positive) - 0.75 * len(text_stems & penalty)
+
+
+def _tool_stems(tool: dict[str, Any]) -> set[str]:
+    parts = [split_identifier(str(tool.get("name", ""))), str(tool.get("description", ""))]
+    return stems(" ".join(parts))
+
+
+def _properties(tool: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    params = tool.get("parameters") or {}
+    props = params.get("properties") or {}
+    required = [r for r in params.get("required") or [] if r in props]
+    return props, required
+
+
+def _fmt_num(value: Any) -> str:
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def _numbers_in(obj: Any, out: set[str]) -> None:
+    if isinstance(obj, bool) or obj is None:
+        return
+    if isinstance(obj, int | float):
+        out.add(_fmt_num(obj))
+        return
+    if isinstance(obj, str):
+        for n in _NUM_RE.findall(obj):
+            out.add(n)
+            out.add(n.replace(",", ""))
+        return
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            _numbers_in(k, out)
+            _numbers_in(v, out)
+    elif isinstance(obj, list | tuple):
+        for v in obj:
+            _numbers_in(v, out)
+
+
+def _iter_dicts(obj: Any) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = []
+    stack = [obj]
+    while stack:
+        cur = stack.pop(0)
+        if isinstance(cur, dict):
+            found.append(cur)
+            stack.extend(cur.values())
+        elif isinstance(cur, list):
+            stack.extend(cur)
+    return found
+
+
+def _key_has(key: str, *needles: str) -> bool:
+    k = key.lower()
+    return any(n in k for n in needles)
+
+
+# --------------------------------------------------------------------------- the policy
+
+
+class _Decider:
+    def __init__(self, ctx: dict[str, Any]):
+        self.ctx = ctx
+        self.st = _read_transcript(ctx)
+        comments = ctx.get("comments") or []
+        merged = ctx.get("merged_text") or " ".join(str(c.get("text", "")) for c in comments if isinstance(c, dict))
+        self.text = str(merged).strip()
+        self.low = self.text.lower()
+        self.text_stems = stems(self.text)
+        self.room = ctx.get("room") or {}
+        self.product = ctx.get("product") or None
+        self.rules = ctx.get("rules") or {}
+        self.tools = [t for t in ctx.get("tools") or [] if isinstance(t, dict) and t.get("name")]
+        self.skills = [s for s in ctx.get("skills") or [] if isinstance(s, dict) and s.get("id")]
+        self.links = self._links()
+        self.intents = self._intents()
+        self.asked_attrs = self._asked_attributes()
+
+    # ---- reading the comment
+    def _links(self) -> list[int]:
+        found: list[int] = []
+        for m in _LINK_RE.finditer(self.text):
+            n = int(m.group(1) or m.group(2))
+            if n > 0 and n not in found:
+                found.append(n)
+        return found[:2]
+
+    @property
+    def link(self) -> int | None:
+        if self.links:
+            return self.links[0]
+        cur = self.room.get("current_link")
+        if isinstance(cur, int):
+            return cur
+        if self.product and isinstance(self.product.get("link_id"), int):
+            return int(self.product["link_id"])
+        return None
+
+    def _intents(self) -> list[str]:
+        low = self.low
+        if _find(_INJECTION_PATTERNS, low) is not None:
+            return ["injection"]
+        if _find(_ABUSE_PATTERNS, low) is not None:
+            return ["abuse"]
+        if _find(_COMPLIANCE_PATTERNS, low) is not None:
+            return ["refusal"]
+        found: list[tuple[int, str]] = []
+        for intent, patterns in INTENT_PATTERNS.items():
+            pos = _find(patterns, low)
+            if pos is not None:
+                found.append((pos, intent))
+        names = [i for _, i in sorted(found)]
+        # "how many ... left" is stock, not price; "how much" with stock words stays both
+        if "after_sales" in names:
+            names = [n for n in names if n not in ("faq", "purchase")] + ([] if self.order_id() else ["faq"])
+        if "purchase" in names and "after_sales" not in names and re.search(r"\bmy order\b", low):
+            names.remove("purchase")
+        if "stock" in names and "attribute" in names and re.search(r"\bhow many\b", low) and \
+                not (self._attribute_words() - {"size"}):
+            names.remove("attribute")
+        # a dynamic attribute: the viewer names one of the product's attribute keys
+        if "attribute" not in names and self.product:
+            for key in (self.product.get("attributes") or {}):
+                if stems(str(key)) - set(_UNIT_SUFFIX) & self.text_stems:
+                    names.append("attribute")
+                    break
+        if not names:
+            return ["general"] if self._looks_like_question() else ["off_topic"]
+        if names == ["chit_chat"] and self._looks_like_question() and re.search(r"\b(this|it|link)\b", low):
+            names.append("general")
+        return names
+
+    def _looks_like_question(self) -> bool:
+        low = self.low
+        if self.links:
+            return True
+        product_words = stems(" ".join(str(v) for v in (self.product or {}).values() if isinstance(v, str)))
+        return bool(re.search(r"\b(this|it|that one|the item|product)\b", low) and "?" in low) or bool(
+            (product_words - _STOP) & self.text_stems
+        )
+
+    def _attribute_words(self) -> set[str]:
+        out: set[str] = set()
+        for attr, hints in _ATTR_HINTS.items():
+            if hints & self.text_stems:
+                out.add(attr)
+        return out
+
+    def _asked_attributes(self) -> set[str]:
+        return self._attribute_words() if "attribute" in self.intents else set()
+
+    # ---- caps
+    def max_discount(self) -> float | None:
+        caps: list[float] = []
+        campaign = self.room.get("campaign") or {}
+        for v in (campaign.get("max_discount_pct"), self.rules.get("max_discount_pct")):
+            if isinstance(v, int | float) and not isinstance(v, bool) and v > 0:
+                caps.append(float(v))
+        return min(caps) if caps else None
+
+    def turns_left_after_this(self) -> int:
+        limits = self.ctx.get("limits") or {}
+        max_turns = int(limits.get("max_turns") or 6)
+        turn = int(self.ctx.get("turn") or 0)
+        used = max(turn - 1, self.st.actions)
+        return max_turns - used - 1
+
+    # ---- tools
+    def best_tool(self, need: str) -> dict[str, Any] | None:
+        positive, penalty = NEED_WORDS[need]
+        best: tuple[float, int, dict[str, Any]] | None = None
+        for idx, tool in enumerate(self.tools):
+            s = _score(_tool_stems(tool), positive, penalty)
+            if s >= 2 and (best is None or s > best[0]):
+                best = (s, -idx, tool)
+        return best[2] if best else None
+
+    def _classify_param(self, name: str, schema: dict[str, Any]) -> str | None:
+        toks = stems(split_identifier(name) + " " + str(schema.get("description", "")))
+        ptype = schema.get("type")
+        if "order" in toks:
+            return "order"
+        if toks & _vocab("code coupon voucher promo"):
+            return "code"
+        if toks & _vocab("query keyword keywords question search term text describing"):
+            return "query"
+        if toks & _vocab("link listing") or (ptype == "integer" and toks & _vocab("item product live number")):
+            return "link"
+        return None
+
+    def _value_for(self, role: str, schema: dict[str, Any], need: str) -> Any:
+        ptype = schema.get("type")
+        value: Any = None
+        if role == "link":
+            value = self.link
+            if value is not None and ptype == "string":
+                value = str(value)
+        elif role == "query":
+            value = self.text
+            max_len = schema.get("maxLength")
+            if isinstance(max_len, int) and len(value) > max_len:
+                value = value[:max_len].rstrip()
+        elif role == "order":
+            value = self.order_id()
+        elif role == "code":
+            value = self.issuable_code() if need == "coupon_issue" else None
+        if value is None:
+            return None
+        if ptype == "integer" and not isinstance(value, int):
+            return None
+        minimum = schema.get("minimum")
+        if isinstance(value, int) and isinstance(minimum, int | float) and value < minimum:
+            return None
+        return value
+
+    def fill_arguments(self, tool: dict[str, Any], need: str) -> dict[str, Any] | None:
+        props, required = _properties(tool)
+        args: dict[str, Any] = {}
+        for name, schema in props.items():
+            schema = schema if isinstance(schema, dict) else {}
+            role = self._classify_param(name, schema)
+            value = self._value_for(role, schema, need) if role else None
+            if value is None:
+                if name in required:
+                    return None
+                continue
+            args[name] = value
+        return args
+
+    def order_id(self) -> str | None:
+        for m in _ORDER_RE.finditer(self.text):
+            value = next(g for g in m.groups() if g)
+            if any(ch.isdigit() for ch in value):
+                return value
+        return None
+
+    # ---- needs
+    def needs(self) -> list[str]:
+        out: list[str] = []
+
+        def add(n: str) -> None:
+            if n not in out:
+                out.append(n)
+
+        for intent in self.intents:
+            if intent in ("price", "general"):
+                add("product")
+            elif intent == "attribute":
+                add("product")
+            elif intent == "stock":
+                add("inventory")
+            elif intent == "coupon":
+                add("coupon")
+            elif intent == "faq":
+                if not self.context_faq_answer():
+                    add("faq")
+            elif intent == "after_sales":
+                if self.order_id():
+                    add("order")
+                elif not self.context_faq_answer():
+                    add("faq")
+            elif intent == "purchase":
+                add("pin")
+        if "product" in out and not self.links and self.link is None:
+            out[out.index("product")] = "search"
+        # an attribute the product data does not have: look in the FAQ
+        if "attribute" in self.intents and "faq" not in out and self.product_result_done():
+            facts = self.product_facts()
+            if facts is not None and self.unresolved_attrs(facts) and not self.context_faq_answer():
+                add("faq")
+        if "coupon" in self.intents and re.search(r"\b(send|give|get|claim|issue)\b.*\b(me|us)\b", self.low) and \
+                self.issuable_code():
+            add("coupon_issue")
+        return out
+
+    def tool_for(self, need: str) -> dict[str, Any] | None:
+        tool = self.best_tool(need)
+        if tool is None and need == "search":
+            tool = self.best_tool("product")
+        return tool
+
+    def planned_calls(self) -> list[tuple[str, str, dict[str, Any]]]:
+        plan: list[tuple[str, str, dict[str, Any]]] = []
+        seen: set[str] = set()
+        for need in self.needs():
+            tool = self.tool_for(need)
+            if tool is None:
+                continue
+            base = self.fill_arguments(tool, need)
+            if base is None:
+                continue
+            variants = [base]
+            # a second mentioned link ("compare link 2 and link 3")
+            if need in ("product", "inventory") and len(self.links) > 1:
+                props, _ = _properties(tool)
+                for pname, schema in props.items():
+                    if self._classify_param(pname, schema if isinstance(schema, dict) else {}) == "link":
+                        second = dict(base)
+                        second[pname] = self.links[1] if (schema or {}).get("type") != "string" \
+                            else str(self.links[1])
+                        variants.append(second)
+            for args in variants:
+                key = _call_key(tool["name"], args)
+                if key not in seen:
+                    seen.add(key)
+                    plan.append((need, tool["name"], args))
+        return plan
+
+    def calls_for(self, need: str) -> list[Call]:
+        tool = self.tool_for(need)
+        if tool is None:
+            return []
+        return [c for c in self.st.calls if c.tool == tool["name"]]
+
+    def product_result_done(self) -> bool:
+        calls = self.calls_for("product") or self.calls_for("search")
+        return any(c.ok is not None or c.rejected for c in calls)
+
+    def next_call(self) -> tuple[str, dict[str, Any]] | None:
+        budget = self.turns_left_after_this()
+        needed_after = (0 if self.reply_skill_loaded() else 1) + 1
+        if budget < needed_after:
+            return None
+        for _need, tool, args in self.planned_calls():
+            key = _call_key(tool, args)
+            previous = [c for c in self.st.calls if c.key == key]
+            if not previous:
+                return tool, args
+            last = previous[-1]
+            if len(previous) == 1 and last.ok is False and not last.rejected and _transient(last.error_code):
+                return tool, args
+        return None
+
+    # ---- facts
+    def _results(self, need: str) -> tuple[list[Any], bool]:
+        """Successful results of the tool serving ``need``, and whether it failed / was unavailable."""
+        calls = self.calls_for(need)
+        ok = [c.result for c in calls if c.ok]
+        failed = bool(calls) and not ok
+        return ok, failed
+
+    def product_facts(self, link: int | None = None) -> dict[str, Any] | None:
+        results, _ = self._results("product")
+        if not results:
+            results, _ = self._results("search")
+        wanted = link if link is not None else self.link
+        candidates: list[dict[str, Any]] = []
+        for d in _iter_dicts(results):
+            price_key = next((k for k in d if _key_has(k, "price") and _is_num(d[k])), None)
+            if price_key is None:
+                continue
+            candidates.append({
+                "price": d[price_key],
+                "currency": next((d[k] for k in d if _key_has(k, "currency")), None),
+                "title": next((d[k] for k in d if k.lower() in ("title", "name", "product_name")), None),
+                "link": next((d[k] for k in d if _key_has(k, "link") and _is_num(d[k])), None),
+                "attributes": dict(next((d[k] for k in d if _key_has(k, "attribute", "spec")
+                                         and isinstance(d[k], dict)), {})),
+            })
+        facts: dict[str, Any] | None = next((c for c in candidates if c["link"] == wanted), None)
+        if facts is None and candidates and (wanted is None or candidates[0]["link"] is None):
+            facts = candidates[0]
+        prod = self.product
+        if prod and (wanted is None or prod.get("link_id") in (None, wanted)):
+            if facts is None:
+                facts = {"price": prod.get("price"), "currency": prod.get("currency"),
+                         "title": prod.get("title"), "link": prod.get("link_id"),
+                         "attributes": dict(prod.get("attributes") or {})}
+            else:
+                for k, v in (("title", prod.get("title")), ("currency", prod.get("currency"))):
+                    if facts.get(k) is None:
+                        facts[k] = v
+                for k, v in (prod.get("attributes") or {}).items():
+                    facts["attributes"].setdefault(k, v)
+        return facts
+
+    def stock_facts(self) -> tuple[int | None, bool | None, bool]:
+        """(units, sold_out, failed)."""
+        results, failed = self._results("inventory")
+        units: int | None = None
+        sold_out: bool | None = None
+        wanted = self.link
+        for res in results:
+            for d in _iter_dicts(res):
+                link = next((d[k] for k in d if _key_has(k, "link") and _is_num(d[k])), None)
+                if wanted is not None and link is not None and link != wanted:
+                    continue
+                for k, v in d.items():
+                    kl = k.lower()
+                    if isinstance(v, bool):
+                        if "sold" in kl or "out_of" in kl:
+                            sold_out = v
+                        elif "in_stock" in kl or kl in ("available", "availability"):
+                            sold_out = not v
+                    elif _is_num(v) and units is None and any(
+                        n in kl for n in ("stock", "units", "quantity", "qty", "left", "available", "inventory")
+                    ):
+                        units = int(v)
+        if units is not None and sold_out is None:
+            sold_out = units <= 0
+        return units, sold_out, failed and units is None and sold_out is None
+
+    def coupon_facts(self) -> tuple[list[dict[str, Any]], bool, bool]:
+        """(usable coupons, any coupon returned, failed)."""
+        results, failed = self._results("coupon")
+        cap = self.max_discount()
+        usable: list[dict[str, Any]] = []
+        seen = False
+        for res in results:
+            for d in _iter_dicts(res):
+                code_key = next((k for k in d if _key_has(k, "code") and isinstance(d[k], str)), None)
+                if code_key is None:
+                    continue
+                seen = True
+                pct = next((d[k] for k in d if _key_has(k, "pct", "percent", "discount") and _is_num(d[k])), None)
+                min_spend = next((d[k] for k in d if _key_has(k, "min") and _is_num(d[k])), None)
+                if pct is None or (cap is not None and float(pct) > cap):
+                    continue
+                usable.append({"code": d[code_key], "pct": pct, "min": min_spend})
+        return usable, seen, failed
+
+    def issuable_code(self) -> str | None:
+        usable, _, _ = self.coupon_facts()
+        return str(usable[0]["code"]) if usable else None
+
+    def faq_entries(self) -> list[tuple[str, str]]:
+        entries: list[tuple[str, str]] = []
+        sources: list[Any] = list(self.ctx.get("faq") or [])
+        results, _ = self._results("faq")
+        sources.extend(results)
+        for d in _iter_dicts(sources):
+            q = next((d[k] for k in d if k.lower() in ("q", "question")), None)
+            a = next((d[k] for k in d if k.lower() in ("a", "answer")), None)
+            if isinstance(q, str) and isinstance(a, str):
+                entries.append((q, a))
+        return entries
+
+    def context_faq_answer(self) -> str | None:
+        return self._faq_answer([(str(f.get("q", "")), str(f.get("a", "")))
+                                 for f in self.ctx.get("faq") or [] if isinstance(f, dict)])
+
+    def _faq_answer(self, entries: list[tuple[str, str]]) -> str | None:
+        best: tuple[float, str] | None = None
+        generic = _vocab("product item link jacket buy")
+        for q, a in entries:
+            qs = stems(q) - generic
+            if not qs:
+                continue
+            overlap = len(qs & self.text_stems)
+            ratio = overlap / len(qs)
+            if overlap >= 2 or (overlap >= 1 and ratio >= 0.5):
+                score = overlap + ratio
+                if best is None or score > best[0]:
+                    best = (score, a)
+        return best[1] if best else None
+
+    def unresolved_attrs(self, facts: dict[str, Any]) -> set[str]:
+        keys = facts.get("attributes") or {}
+        return {a for a in self.asked_attrs if not self._attr_keys_for(a, keys)}
+
+    @staticmethod
+    def _attr_keys_for(attr: str, attributes: dict[str, Any]) -> list[str]:
+        hints = _ATTR_HINTS.get(attr, {attr})
+        out = []
+        for key in attributes:
+            ks = stems(str(key)) - set(_UNIT_SUFFIX)
+            if ks & ({attr} | hints):
+                out.append(key)
+        return out
+
+    def order_facts(self) -> tuple[dict[str, Any] | None, bool]:
+        results, failed = self._results("order")
+        for res in results:
+            for d in _iter_dicts(res):
+                status = next((d[k] for k in d if _key_has(k, "status", "state")), None)
+                if isinstance(status, str):
+                    return d, False
+        return None, failed
+
+    def pin_ok(self) -> bool:
+        results, _ = self._results("pin")
+        return bool(results)
+
+    # ---- skills
+    def reply_skills(self) -> list[dict[str, Any]]:
+        return [s for s in self.skills if s.get("kind", "reply") == "reply"]
+
+    def reply_skill_loaded(self) -> bool:
+        ids = {s["id"] for s in self.reply_skills()}
+        return any(sid in ids for sid in self.st.loaded)
+
+    def rank_reply_skills(self) -> list[dict[str, Any]]:
+        called = {c.tool for c in self.st.calls if c.ok}
+        intents = self.intents
+        weights: dict[str, float] = {}
+        for i, intent in enumerate(intents):
+            key = {"general": "attribute", "off_topic": "chit_chat", "injection": "refusal",
+                   "abuse": "refusal"}.get(intent, intent)
+            weights[key] = max(weights.get(key, 0.0), 1.0 / (1 + 0.5 * i))
+        if "faq" in weights and len(weights) > 1:
+            weights["faq"] *= 0.5
+        if "chit_chat" in weights and len(weights) > 1:
+            weights["chit_chat"] *= 0.3
+        ranked: list[tuple[float, int, dict[str, Any]]] = []
+        for idx, skill in enumerate(self.reply_skills()):
+            desc = stems(split_identifier(str(skill.get("id", ""))) + " " + str(skill.get("description", "")))
+            score = sum(w * len(desc & SKILL_WORDS[k]) for k, w in weights.items())
+            score += 0.25 * len(called & set(skill.get("tools") or []))
+            ranked.append((score, -idx, skill))
+        ranked.sort(key=lambda r: (r[0], r[1]), reverse=True)
+        return [r[2] for r in ranked]
+
+    def skill_to_load(self) -> str | None:
+        ids = [s["id"] for s in self.reply_skills()]
+        # a correction that names a skill id: do what it says
+        for corr in reversed(self.st.skill_corrections):
+            msg = f"{corr.get('message', '')} {corr.get('reason', '')}"
+            for sid in sorted(ids, key=len, reverse=True):
+                if re.search(rf"(?<![\w-]){re.escape(sid)}(?![\w-])", msg) and sid not in self.st.loaded:
+                    return str(sid)
+        if self.reply_skill_loaded():
+            if self.st.skill_corrections and len(self.st.skill_corrections) <= 2:
+                for skill in self.rank_reply_skills():
+                    if skill["id"] not in self.st.loaded:
+                        return str(skill["id"])
+            return None
+        ranked = self.rank_reply_skills()
+        return str(ranked[0]["id"]) if ranked else None
+
+    def wants_cta(self) -> bool:
+        texts = [str(s.get("body", "")) for s in self.ctx.get("loaded_skills") or [] if isinstance(s, dict)]
+        texts += [str(s.get("description", "")) for s in self.skills if s.get("id") in self.st.loaded]
+        words_ = stems(" ".join(texts))
+        return bool(words_ & _vocab("nudge tap card cart checkout"))
+
+    # ---- the reply
+    def allowed_numbers(self) -> set[str]:
+        nums: set[str] = set()
+        for src in (self.product, self.room, self.ctx.get("faq"), self.rules.get("max_discount_pct")):
+            _numbers_in(src, nums)
+        for c in self.st.calls:
+            if c.ok:
+                _numbers_in(c.result, nums)
+        return nums
+
+    def compose(self) -> str:
+        sentences = self._sentences()
+        return self._fit(sentences)
+
+    def _sentences(self) -> list[tuple[str, bool, int]]:
+        """(sentence, grounded-by-data, priority) in the order they should be said."""
+        out: list[tuple[str, bool, int]] = []
+        intents = self.intents
+        facts = self.product_facts() if any(i in intents for i in ("price", "attribute", "general", "coupon",
+                                                                     "purchase", "chit_chat", "off_topic",
+                                                                     "refusal", "stock")) else None
+        title = str(facts.get("title")) if facts and facts.get("title") else None
+        link = self.link
+        the_item = f"the {title}" if title else "this one"
+        cur = _currency(facts.get("currency")) if facts else ""
+        sold_out = False
+
+        if "refusal" in intents:
+            out.append(("Sorry, I can't help with that.", False, 0))
+            if title:
+                out.append((f"Happy to answer any questions about {the_item} though!", False, 2))
+            return out
+
+        if intents and intents[0] == "chit_chat":
+            if _THANKS_RE.search(self.low):
+                out.append(("Thank you so much!", False, 1))
+            elif re.search(r"\blove\b", self.low):
+                out.append(("So glad you love it!", False, 1))
+            else:
+                out.append(("Hi, welcome to the room, great to have you here!", False, 1))
+
+        for intent in intents:
+            if intent == "price" or (intent == "general" and "price" not in intents):
+                for lk in self.links[1:] if len(self.links) > 1 else [None]:
+                    pf = facts if lk is None else self.product_facts(lk)
+                    if lk is not None:
+                        out.append(self._price_sentence(facts, link))
+                    out.append(self._price_sentence(pf, lk if lk is not None else link))
+                if intent == "general" and facts:
+                    out.extend(self._attribute_sentences(facts, self._subject(out, title), summary=True))
+            elif intent == "attribute":
+                if facts:
+                    out.extend(self._attribute_sentences(facts, self._subject(out, title),
+                                                         summary=not self.asked_attrs))
+                    if self.unresolved_attrs(facts):
+                        ans = self._faq_answer(self.faq_entries())
+                        if ans:
+                            out.append((ans, True, 0))
+                        else:
+                            out.append(("Let me check that detail for you.", False, 1))
+                else:
+                    ans = self._faq_answer(self.faq_entries())
+                    out.append((ans, True, 0) if ans else ("Let me check that detail for you.", False, 0))
+            elif intent == "stock":
+                units, s_out, failed = self.stock_facts()
+                if s_out:
+                    sold_out = True
+                    out.append((f"Sorry, {the_item} is sold out right now, stay tuned for a restock!", True, 0))
+                elif units is not None and units > 0:
+                    out.append((f"Good news: {units} left in stock!", True, 0))
+                elif s_out is False:
+                    out.append(("Good news: it's still available!", True, 0))
+                else:
+                    out.append(("Let me check the stock for you.", False, 0))
+            elif intent == "coupon":
+                usable, seen, failed = self.coupon_facts()
+                if usable:
+                    for c in usable[:2]:
+                        spend = f" orders over {_fmt_num(c['min'])}{cur}" if _is_num(c.get("min")) and \
+                            float(c["min"]) > 0 else ""
+                        out.append((f"Use code {c['code']} for {_fmt_num(c['pct'])}% off{spend}.", True, 0))
+                elif failed or not self.calls_for("coupon"):
+                    out.append(("Let me check the coupons for you.", False, 0))
+                else:
+                    out.append(("There's no coupon on this one right now.", True, 1))
+            elif intent == "faq":
+                ans = self._faq_answer(self.faq_entries())
+                if ans:
+                    out.append((ans, True, 0))
+                for rule in (self.room.get("campaign") or {}).get("rules") or []:
+                    if stems(str(rule)) & self.text_stems - _vocab("link item"):
+                        campaign = (self.room.get("campaign") or {}).get("name")
+                        out.append((f"{campaign}: {rule}." if campaign else f"{rule}.", True, 1))
+                if not ans and "after_sales" not in intents and not any(
+                    g for s, g, _ in out if g and s not in ("",)
+                ):
+                    out.append(("Let me check that for you.", False, 1))
+            elif intent == "after_sales":
+                order, failed = self.order_facts()
+                oid = self.order_id()
+                if order:
+                    status = next(str(order[k]) for k in order if _key_has(k, "status", "state"))
+                    out.append((f"Your order {oid or ''} is {status.replace('_', ' ')}.".replace("  ", " "),
+                                True, 0))
+                    for k, v in order.items():
+                        if isinstance(v, str) and _key_has(k, "eta", "arriv", "carrier", "tracking") and v:
+                            out.append((f"{split_identifier(k).capitalize()}: {v}.", True, 1))
+                elif oid:
+                    out.append(("Let me look into your order for you.", False, 0))
+                elif not self._faq_answer(self.faq_entries()):
+                    out.append(("Share your order number and I'll check it for you.", False, 0))
+            elif intent == "purchase":
+                if self.pin_ok():
+                    out.append(("I've pinned it on screen: tap the card to check out!", True, 0))
+                elif link is not None:
+                    out.append((f"Tap link {link} to add it to your cart and check out!", True, 0))
+                else:
+                    out.append(("Tap the product card to check out!", False, 0))
+            elif intent == "off_topic":
+                out.append(("Fun question!", False, 1))
+
+        if intents and intents[-1] in ("chit_chat", "off_topic") and not any(
+            i in intents for i in ("price", "attribute", "stock", "coupon", "general", "purchase")
+        ):
+            if title and link is not None:
+                out.append((f"Right now we're showing {the_item} on link {link}, ask me anything about it!",
+                            True, 1))
+            elif title:
+                out.append((f"Right now we're showing {the_item}, ask me anything about it!", True, 1))
+        elif (not sold_out and link is not None and self.wants_cta() and "purchase" not in intents
+              and "after_sales" not in intents and any(g and p == 0 for _, g, p in out)):
+            out.append((f"Tap link {link} to grab it!", True, 3))
+        return out
+
+    @staticmethod
+    def _subject(said: list[tuple[str, bool, int]], title: str | None) -> str:
+        if not title or any(title in s for s, _, _ in said):
+            return "It"
+        return f"The {title}"
+
+    def _price_sentence(self, facts: dict[str, Any] | None, link: int | None) -> tuple[str, bool, int]:
+        if not facts or not _is_num(facts.get("price")):
+            return ("Let me double-check the price for you.", False, 0)
+        title = facts.get("title")
+        where = facts.get("link") or link
+        name = f"The {title}" if title else "It"
+        on = f" on link {where}" if where is not None else ""
+        return (f"{name}{on} is {_fmt_num(facts['price'])}{_currency(facts.get('currency'))}.", True, 0)
+
+    def _attribute_sentences(self, facts: dict[str, Any], subject: str, summary: bool) -> list[tuple[str, bool, int]]:
+        attrs: dict[str, Any] = facts.get("attributes") or {}
+        keys: list[str] = []
+        if summary:
+            keys = list(attrs)[:2]
+        else:
+            for a in sorted(self.asked_attrs):
+                for k in self._attr_keys_for(a, attrs):
+                    if k not in keys:
+                        keys.append(k)
+        out: list[tuple[str, bool, int]] = []
+        for key in keys:
+            out.append((_attribute_sentence(subject, str(key), attrs[key]), True, 0))
+        return out
+
+    def _fit(self, sentences: list[tuple[str, bool, int]]) -> str:
+        max_chars = int(self.rules.get("max_reply_chars") or 280)
+        banned = [str(b).lower() for b in self.rules.get("banned_phrases") or []]
+        claims = [str(c).lower() for c in self.rules.get("claims_requiring_evidence") or []]
+        allowed = self.allowed_numbers()
+        strict = self.st.reply_corrections
+        drop_terms = _quoted_terms(self.st.corrections)
+        kept: list[tuple[str, int]] = []
+        for sentence, grounded, prio in sentences:
+            low = sentence.lower()
+            if any(b and b in low for b in banned):
+                continue
+            if not grounded and any(_has_phrase(low, c) for c in claims):
+                continue
+            if any(n not in allowed for n in _NUM_RE.findall(sentence)):
+                continue
+            if any(t and t in low for t in drop_terms):
+                continue
+            if strict >= 1 and prio >= 3:
+                continue
+            if strict >= 2 and prio >= 1 and kept:
+                continue
+            if (sentence, prio) not in kept:
+                kept.append((sentence, prio))
+        text = ""
+        for sentence, _prio in kept:
+            candidate = f"{text} {sentence}".strip()
+            if len(candidate) <= max_chars:
+                text = candidate
+        if not text:
+            fallback = "Thanks for asking! Let me check that for you."
+            text = fallback[:max_chars]
+        return text
+
+    # ---- the decision
+    def decide(self) -> dict[str, Any]:
+        if self.intents and self.intents[0] in ("injection", "abuse"):
+            return {"action": "no_reply", "reason": f"{self.intents[0]} comment: not answered"}
+        if "refusal" not in self.intents:
+            nxt = self.next_call()
+            if nxt is not None:
+                return {"action": "call_tool", "tool": nxt[0], "arguments": nxt[1]}
+        skill = self.skill_to_load()
+        if skill is not None and self.turns_left_after_this() >= 1:
+            return {"action": "load_skill", "skill": skill}
+        return {"action": "reply", "text": self.compose()}
+
+
+def _transient(code: str | None) -> bool:
+    c = (code or "").lower()
+    return any(t in c for t in ("timeout", "time_out", "timed", "unavailable", "deadline", "transient"))
+
+
+def _is_num(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool)
+
+
+def _currency(code: Any) -> str:
+    if not code:
+        return ""
+    word = _CURRENCY_WORD.get(str(code).upper(), str(code))
+    return f" {word}"
+
+
+def _has_phrase(text: str, phrase: str) -> bool:
+    return bool(re.search(rf"(?<!\w){re.escape(phrase)}(?!\w)", text))
+
+
+def _quoted_terms(corrections: list[dict[str, Any]]) -> list[str]:
+    terms: list[str] = []
+    for c in corrections:
+        msg = f"{c.get('reason', '')} {c.get('message', '')}"
+        for m in re.finditer(r"['\"“‘]([^'\"”’]{2,60})['\"”’]", msg):
+            terms.append(m.group(1).lower())
+    return terms
+
+
+def _human_list(values: list[Any]) -> str:
+    items = [_fmt_num(v) for v in values]
+    if len(items) <= 1:
+        return "".join(items)
+    return ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def _attribute_sentence(subject: str, key: str, value: Any) -> str:
+    parts = words(key)
+    unit = ""
+    if len(parts) > 1 and parts[-1] in _UNIT_SUFFIX:
+        unit = _UNIT_SUFFIX[parts[-1]]
+        parts = parts[:-1]
+    label = " ".join(parts)
+    label_stems = {stem(p) for p in parts}
+    if isinstance(value, list):
+        shown = _human_list(value)
+        if "color" in label_stems:
+            return f"{subject} comes in {shown}."
+        if "size" in label_stems:
+            return f"{subject} comes in sizes {shown}."
+        return f"{subject} {label}: {shown}."
+    if isinstance(value, bool):
+        return f"{subject} is {label}." if value else f"{subject} is not {label}."
+    shown = _fmt_num(value) + (f" {unit}" if unit and unit != "%" else unit)
+    if "waterproof" in label_stems:
+        return f"{subject} is waterproof, rated {shown}."
+    return f"{subject} has a {label} of {shown}."
+
+
+def decide(context: dict[str, Any]) -> dict[str, Any]:
+    """One turn of the reference policy: the next action object for this context."""
+    return _Decider(context).decide()

@@ -1,0 +1,95 @@
+"""The run loop every gRPC+Kafka service shares.
+
+Start-up order: the gRPC server comes up first reporting NOT_SERVING; dependencies (broker, and
+whatever the service needs: PostgreSQL, Triton) are connected with backoff, never crash-looping;
+topics are ensured; then health flips to SERVING and the consumers run until SIGTERM/SIGINT.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from prometheus_client import start_http_server
+
+from livehost.config import Settings
+from livehost.grpcutil import AddFn, RunningServer, start_server
+from livehost.kafka import ConsumerLoop, Producer, ensure_topics, wait_for_broker
+
+log = logging.getLogger(__name__)
+
+
+def setup_logging(level: str, service: str) -> None:
+    logging.basicConfig(level=level.upper(),
+                        format=f"%(asctime)s %(levelname)s {service} %(name)s: %(message)s")
+    logging.getLogger("aiokafka").setLevel(logging.WARNING)
+
+
+@dataclass
+class ServiceRuntime:
+    """What a service's server module assembles: its gRPC servicers, consumers and dependencies."""
+
+    name: str
+    settings: Settings
+    grpc_port: int
+    producer: Producer
+    servicers: list[tuple[AddFn, Any]] = field(default_factory=list)
+    consumers: list[ConsumerLoop] = field(default_factory=list)
+    connect: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+    close: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+    server: RunningServer | None = None
+
+
+async def run(runtime: ServiceRuntime, stop: asyncio.Event | None = None) -> None:
+    settings = runtime.settings
+    stop = stop or asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        try:
+            loop.add_signal_handler(sig, stop.set)
+        except (NotImplementedError, RuntimeError):
+            pass
+    if settings.metrics_port:
+        start_http_server(settings.metrics_port, addr=settings.grpc_host)
+    runtime.server = await start_server(runtime.servicers, settings.grpc_host, runtime.grpc_port, serving=False)
+    log.info("%s gRPC on %s (not serving until dependencies are up)", runtime.name, runtime.server.target)
+    print(f"LISTENING {runtime.name} {runtime.server.target}", flush=True)
+    tasks: list[asyncio.Task[None]] = []
+    try:
+        await wait_for_broker(settings)
+        await ensure_topics(settings)
+        await runtime.producer.start()
+        for connect in runtime.connect:
+            await connect()
+        tasks = [asyncio.create_task(c.run(), name=f"{runtime.name}:{c.group_id}") for c in runtime.consumers]
+        await asyncio.gather(*(c.ready.wait() for c in runtime.consumers))
+        await runtime.server.set_serving(True)
+        log.info("%s serving", runtime.name)
+        print(f"SERVING {runtime.name} {runtime.server.target}", flush=True)
+        stopper = asyncio.create_task(stop.wait())
+        done, _ = await asyncio.wait([stopper, *tasks], return_when=asyncio.FIRST_COMPLETED)
+        for task in done:
+            if task is not stopper and task.exception():
+                log.error("%s consumer failed: %r", runtime.name, task.exception())
+        stopper.cancel()
+    finally:
+        for consumer in runtime.consumers:
+            consumer.stop()
+        if tasks:
+            await asyncio.wait(tasks, timeout=5)
+        for closer in runtime.close:
+            await closer()
+        await runtime.producer.stop()
+        await runtime.server.stop(grace=2)
+        log.info("%s stopped", runtime.name)
+
+
+def main(build: Callable[[], ServiceRuntime]) -> None:
+    """Entry point shared by every service's ``__main__``."""
+    runtime = build()
+    setup_logging(runtime.settings.log_level, runtime.name)
+    asyncio.run(run(runtime))

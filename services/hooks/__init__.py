@@ -1,0 +1,1 @@
+"""Hooks (Faust): merges close comments, screens input, and checks every policy action."""

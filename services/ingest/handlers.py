@@ -1,0 +1,69 @@
+"""Validation of incoming comments and room events (no transport code)."""
+
+from __future__ import annotations
+
+import json
+import unicodedata
+import uuid
+from typing import Any
+
+from livehost.kafka import now_ms
+
+
+class InvalidEvent(ValueError):
+    """The event is refused; the message says why."""
+
+
+def _clean(text: str) -> str:
+    # Control characters other than whitespace are never legitimate in a danmaku comment.
+    return "".join(ch for ch in text if unicodedata.category(ch)[0] != "C" or ch in "\t\n ").strip()
+
+
+def _require_id(name: str, value: str) -> str:
+    value = (value or "").strip()
+    if not value:
+        raise InvalidEvent(f"{name} is required")
+    if len(value) > 128:
+        raise InvalidEvent(f"{name} is longer than 128 characters")
+    return value
+
+
+def comment_event(room_id: str, user_id: str, text: str, max_chars: int,
+                  client_event_id: str | None = None) -> dict[str, Any]:
+    room_id = _require_id("room_id", room_id)
+    user_id = _require_id("user_id", user_id)
+    cleaned = _clean(text or "")
+    if not cleaned:
+        raise InvalidEvent("comment text is empty")
+    if len(cleaned) > max_chars:
+        raise InvalidEvent(f"comment is {len(cleaned)} characters; the limit is {max_chars}")
+    return {
+        "event_id": client_event_id or f"ev-{uuid.uuid4().hex[:16]}",
+        "room_id": room_id, "type": "comment", "ts_ms": now_ms(),
+        "user_id": user_id, "text": cleaned, "link_id": None, "campaign_json": None, "viewer_count": None,
+    }
+
+
+def product_switch_event(room_id: str, link_id: int, client_event_id: str | None = None) -> dict[str, Any]:
+    room_id = _require_id("room_id", room_id)
+    if link_id < 1:
+        raise InvalidEvent("link_id must be a positive live link number")
+    return {"event_id": client_event_id or f"ev-{uuid.uuid4().hex[:16]}", "room_id": room_id,
+            "type": "product_switch", "ts_ms": now_ms(), "user_id": None, "text": None, "link_id": link_id,
+            "campaign_json": None, "viewer_count": None}
+
+
+def campaign_event(room_id: str, campaign_json: str, client_event_id: str | None = None) -> dict[str, Any]:
+    room_id = _require_id("room_id", room_id)
+    try:
+        campaign = json.loads(campaign_json)
+    except json.JSONDecodeError as exc:
+        raise InvalidEvent(f"campaign_json is not valid JSON: {exc}") from None
+    if not isinstance(campaign, dict):
+        raise InvalidEvent("campaign_json must be a JSON object")
+    pct = campaign.get("max_discount_pct")
+    if pct is not None and not (isinstance(pct, int | float) and 0 <= pct <= 100):
+        raise InvalidEvent("campaign max_discount_pct must be a number between 0 and 100")
+    return {"event_id": client_event_id or f"ev-{uuid.uuid4().hex[:16]}", "room_id": room_id,
+            "type": "campaign_change", "ts_ms": now_ms(), "user_id": None, "text": None, "link_id": None,
+            "campaign_json": json.dumps(campaign, sort_keys=True), "viewer_count": None}

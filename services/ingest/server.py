@@ -1,0 +1,58 @@
+"""Ingest's gRPC servicer: validate, publish, answer with where the event landed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import grpc
+
+from livehost.config import Settings, load_settings
+from livehost.gen.livehost.ingest.v1 import ingest_pb2, ingest_pb2_grpc
+from livehost.kafka import Producer
+from livehost.service import ServiceRuntime
+from livehost.topics import ROOM_EVENTS
+from services.ingest import clients, handlers
+from services.ingest import settings as service_settings
+
+
+class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
+    def __init__(self, settings: Settings, producer: Producer):
+        self._settings = settings
+        self._producer = producer
+
+    async def _publish(self, event: dict[str, Any]) -> ingest_pb2.SubmitCommentResponse:
+        partition, offset = await self._producer.send(ROOM_EVENTS, event["room_id"], event)
+        return ingest_pb2.SubmitCommentResponse(event_id=event["event_id"], accepted=True,
+                                                partition=partition, offset=offset)
+
+    async def SubmitComment(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
+        try:
+            event = handlers.comment_event(request.room_id, request.user_id, request.text,
+                                           self._settings.max_comment_chars,
+                                           request.client_event_id if request.HasField("client_event_id") else None)
+        except handlers.InvalidEvent as exc:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+        return await self._publish(event)
+
+    async def SubmitRoomEvent(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
+        client_id = request.client_event_id if request.HasField("client_event_id") else None
+        try:
+            which = request.WhichOneof("event")
+            if which == "product_switch":
+                event = handlers.product_switch_event(request.room_id, request.product_switch.link_id, client_id)
+            elif which == "campaign_change":
+                event = handlers.campaign_event(request.room_id, request.campaign_change.campaign_json, client_id)
+            else:
+                raise handlers.InvalidEvent("event is required: product_switch or campaign_change")
+        except handlers.InvalidEvent as exc:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+        return await self._publish(event)
+
+
+def build(settings: Settings | None = None) -> ServiceRuntime:
+    settings = settings or load_settings()
+    producer = clients.producer(settings)
+    runtime = ServiceRuntime("ingest", settings, service_settings.grpc_port(settings), producer)
+    runtime.servicers.append((ingest_pb2_grpc.add_IngestServiceServicer_to_server,
+                              IngestServicer(settings, producer)))
+    return runtime

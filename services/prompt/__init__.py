@@ -1,0 +1,1 @@
+"""Prompt assembly: renders the harness's prompt pipeline for each agent turn."""

@@ -1,0 +1,68 @@
+"""Prompt assembly as a service: Kafka (requests and tool results in, prompts out) and gRPC Render."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import asyncpg
+import grpc
+from aiokafka import ConsumerRecord
+
+from livehost.config import Settings, load_settings
+from livehost.db import connect_pool, migrate
+from livehost.gen.livehost.prompt.v1 import prompt_pb2, prompt_pb2_grpc
+from livehost.harness.runtime import provider_for
+from livehost.kafka import ConsumerLoop, Producer
+from livehost.service import ServiceRuntime
+from livehost.topics import PROMPTS, REQUESTS, TOOL_RESULTS, Topic
+from services.prompt import settings as service_settings
+from services.prompt.clients import PostgresFacts
+from services.prompt.handlers import PromptHandler
+
+
+class PromptServicer(prompt_pb2_grpc.PromptAssemblyServiceServicer):
+    def __init__(self, holder: dict[str, PromptHandler]):
+        self._holder = holder
+
+    async def Render(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
+        try:
+            state = json.loads(request.request_json)
+            if request.HasField("harness_version"):
+                state["harness_version"] = request.harness_version
+            rendered = await self._holder["handler"].render(state)
+        except (ValueError, KeyError, TypeError) as exc:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"cannot render: {exc}")
+        return prompt_pb2.RenderResponse(
+            text=rendered.text, context_json=json.dumps(rendered.context, default=str),
+            total_tokens=rendered.total_tokens,
+            sections=[prompt_pb2.PromptSection(id=s.id, source=s.source, tokens=s.tokens, truncated=s.truncated)
+                      for s in rendered.sections])
+
+
+def build(settings: Settings | None = None) -> ServiceRuntime:
+    settings = settings or load_settings()
+    producer = Producer(settings)
+    runtime = ServiceRuntime("prompt", settings, service_settings.grpc_port(settings), producer)
+    holder: dict[str, Any] = {}
+
+    async def connect() -> None:
+        pool: asyncpg.Pool = await connect_pool(settings.postgres_dsn)
+        await migrate(pool)
+        holder["pool"] = pool
+        holder["handler"] = PromptHandler(await provider_for(settings), PostgresFacts(pool))
+
+    async def close() -> None:
+        if "pool" in holder:
+            await holder["pool"].close()
+
+    async def on_record(topic: Topic, record: dict[str, Any], rec: ConsumerRecord) -> None:
+        prompt = await holder["handler"].next_prompt(record["state"])
+        await producer.send(PROMPTS, prompt["state"]["room_id"], prompt)
+
+    runtime.connect.append(connect)
+    runtime.close.append(close)
+    runtime.consumers.append(ConsumerLoop(settings, service_settings.GROUP_ID, [REQUESTS, TOOL_RESULTS],
+                                          on_record, producer))
+    runtime.servicers.append((prompt_pb2_grpc.add_PromptAssemblyServiceServicer_to_server, PromptServicer(holder)))
+    return runtime

@@ -1,0 +1,83 @@
+"""Tool execution as a service: Kafka (tool calls in, results out) and gRPC Execute / ListTools."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import asyncpg
+import grpc
+from aiokafka import ConsumerRecord
+
+from livehost.commerce.executor import ToolExecutor
+from livehost.commerce.store import CommerceStore
+from livehost.config import Settings, load_settings
+from livehost.db import connect_pool, migrate
+from livehost.gen.livehost.tools.v1 import tools_pb2, tools_pb2_grpc
+from livehost.harness.runtime import provider_for
+from livehost.kafka import ConsumerLoop, Producer
+from livehost.service import ServiceRuntime
+from livehost.topics import TOOL_CALLS, TOOL_RESULTS, Topic
+from services.tools import settings as service_settings
+from services.tools.handlers import ToolsHandler
+
+
+class ToolsServicer(tools_pb2_grpc.ToolExecutionServiceServicer):
+    def __init__(self, holder: dict[str, Any]):
+        self._holder = holder
+
+    async def Execute(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
+        try:
+            arguments = json.loads(request.arguments_json or "{}")
+            if not isinstance(arguments, dict):
+                raise ValueError("arguments_json must be a JSON object")
+        except ValueError as exc:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"arguments_json: {exc}")
+        try:
+            outcome = await self._holder["handler"].execute(
+                request.harness_version, request.tool, arguments, request.room_id, request.user_id,
+                request.request_id, request.idempotency_key if request.HasField("idempotency_key") else None)
+        except KeyError as exc:
+            await context.abort(grpc.StatusCode.NOT_FOUND, str(exc))
+        return tools_pb2.ExecuteResponse(ok=outcome.ok, result_json=json.dumps(outcome.result, default=str),
+                                         error_code=outcome.error_code or "",
+                                         error_message=outcome.error_message or "",
+                                         duration_ms=outcome.duration_ms)
+
+    async def ListTools(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
+        try:
+            harness = await self._holder["harnesses"].get(request.harness_version)
+        except KeyError as exc:
+            await context.abort(grpc.StatusCode.NOT_FOUND, str(exc))
+        return tools_pb2.ListToolsResponse(harness_version=request.harness_version, tools=[
+            tools_pb2.ToolInfo(name=t.name, description=t.description,
+                               arguments_schema_json=json.dumps(t.parameters), side_effecting=t.side_effect)
+            for t in harness.tools])
+
+
+def build(settings: Settings | None = None) -> ServiceRuntime:
+    settings = settings or load_settings()
+    producer = Producer(settings)
+    runtime = ServiceRuntime("tools", settings, service_settings.grpc_port(settings), producer)
+    holder: dict[str, Any] = {}
+
+    async def connect() -> None:
+        pool: asyncpg.Pool = await connect_pool(settings.postgres_dsn)
+        await migrate(pool)
+        holder["pool"] = pool
+        holder["harnesses"] = await provider_for(settings)
+        holder["handler"] = ToolsHandler(holder["harnesses"], ToolExecutor(CommerceStore(pool)))
+
+    async def close() -> None:
+        if "pool" in holder:
+            await holder["pool"].close()
+
+    async def on_call(topic: Topic, record: dict[str, Any], rec: ConsumerRecord) -> None:
+        result = await holder["handler"].on_call(record)
+        await producer.send(TOOL_RESULTS, result["state"]["room_id"], result)
+
+    runtime.connect.append(connect)
+    runtime.close.append(close)
+    runtime.consumers.append(ConsumerLoop(settings, service_settings.GROUP_ID, [TOOL_CALLS], on_call, producer))
+    runtime.servicers.append((tools_pb2_grpc.add_ToolExecutionServiceServicer_to_server, ToolsServicer(holder)))
+    return runtime

@@ -1,0 +1,1 @@
+"""Trajectory recorder (Faust): one stored trajectory per request, for training and audits."""

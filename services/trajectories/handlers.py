@@ -1,0 +1,42 @@
+"""Turning a terminal reply into a trajectory, and storing it idempotently (no Faust here)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import asyncpg
+
+
+def trajectory_from_reply(reply: dict[str, Any]) -> dict[str, Any]:
+    state = reply["state"]
+    return {
+        "request_id": state["request_id"], "room_id": state["room_id"],
+        "harness_version": state["harness_version"], "policy": state.get("policy", ""),
+        "outcome": reply["outcome"], "reply_text": reply.get("text"), "reason": reply.get("reason"),
+        "merged_text": state["merged_text"], "comments": state["comments"], "steps": state["steps"],
+        "created_ms": state["created_ms"], "completed_ms": reply["completed_ms"],
+    }
+
+
+class TrajectoryStore:
+    def __init__(self, pool: asyncpg.Pool):
+        self._pool = pool
+
+    async def save(self, t: dict[str, Any]) -> bool:
+        """Insert once; a redelivered trajectory is a no-op. Returns True when this call stored it."""
+        async with self._pool.acquire() as conn, conn.transaction():
+            status = await conn.execute(
+                "INSERT INTO trajectories (request_id, room_id, harness_version, policy, outcome, reply_text,"
+                " reason, merged_text, comments, steps, created_ms, completed_ms)"
+                " VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9::jsonb,$10::jsonb,$11,$12)"
+                " ON CONFLICT (request_id) DO NOTHING",
+                t["request_id"], t["room_id"], t["harness_version"], t["policy"], t["outcome"], t["reply_text"],
+                t["reason"], t["merged_text"], json.dumps(t["comments"]), json.dumps(t["steps"]),
+                t["created_ms"], t["completed_ms"])
+            if t["outcome"] in ("reply", "fallback") and t["reply_text"]:
+                await conn.execute(
+                    "INSERT INTO room_memory (request_id, room_id, text, ts_ms) VALUES ($1,$2,$3,$4)"
+                    " ON CONFLICT (request_id) DO NOTHING",
+                    t["request_id"], t["room_id"], t["reply_text"], t["completed_ms"])
+        return status.endswith(" 1")
