@@ -71,12 +71,16 @@ def main() -> None:
     args = ap.parse_args()
     engines = [e.strip() for e in args.engines.split(",") if e.strip()]
     loads = warm_up(*engines)
-    print(f"{'engine':8} {'load_s':>7} {'TTFA p50 ms':>12} {'TTFA max ms':>12} {'RTF mean':>9} {'RTF max':>8} "
-          f"{'audio s':>8} {'replies':>7}")
+    print(
+        f"{'engine':8} {'load_s':>7} {'TTFA p50 ms':>12} {'TTFA max ms':>12} {'RTF mean':>9} {'RTF max':>8} "
+        f"{'audio s':>8} {'replies':>7}"
+    )
     for e in engines:
         b = bench(e, args.repeat)
-        print(f"{e:8} {loads[e]:7.2f} {b['ttfa_p50_ms']:12.1f} {b['ttfa_max_ms']:12.1f} {b['rtf_mean']:9.3f} "
-              f"{b['rtf_max']:8.3f} {b['audio_s']:8.1f} {b['replies']:7d}")
+        print(
+            f"{e:8} {loads[e]:7.2f} {b['ttfa_p50_ms']:12.1f} {b['ttfa_max_ms']:12.1f} {b['rtf_mean']:9.3f} "
+            f"{b['rtf_max']:8.3f} {b['audio_s']:8.1f} {b['replies']:7d}"
+        )
 
 
 if __name__ == "__main__":

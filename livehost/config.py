@@ -80,6 +80,11 @@ class Settings(BaseSettings):
     policy_timeout_s: float = 5.0
     policy_retries: int = 2
 
+    # Voice: TTS engine ("piper" natural voice, "espeak" fast fallback, "text" for no audio) and where
+    # audio files go (segments carry a file reference, never audio bytes).
+    voice_engine: str = "piper"
+    voice_audio_dir: Path | None = None
+
     # Start-up retry of external dependencies.
     connect_backoff_initial_s: float = 0.2
     connect_backoff_max_s: float = 5.0

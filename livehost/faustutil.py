@@ -20,7 +20,7 @@ from livehost.kafka import now_ms
 from livehost.topics import DEAD_LETTER, Topic
 
 log = logging.getLogger(__name__)
-_PATCHED_WAIT: dict[str, int] = {}
+_PATCHED_WAIT: dict[str, Any] = {}
 
 
 def _patch_fetch_wait(fetch_max_wait_ms: int) -> None:
@@ -28,7 +28,7 @@ def _patch_fetch_wait(fetch_max_wait_ms: int) -> None:
         return
     thread_cls: Any = faust_aiokafka.AIOKafkaConsumerThread
     original = _PATCHED_WAIT.get("original") or thread_cls._create_worker_consumer
-    _PATCHED_WAIT["original"] = original  # type: ignore[assignment]
+    _PATCHED_WAIT["original"] = original
 
     def create(self: Any, transport: Any) -> Any:
         consumer = original(self, transport)

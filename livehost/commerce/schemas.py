@@ -17,10 +17,11 @@ _STR = {"type": "string"}
 _LINK = {"type": "integer", "minimum": 1}
 _NULLABLE_STR = {"type": ["string", "null"]}
 
-_PRODUCT_SUMMARY = {
+_PRODUCT_PROPS: dict[str, Any] = {"link_id": _LINK, "sku": _STR, "title": _STR, "price": _NUM, "currency": _STR}
+_PRODUCT_SUMMARY: dict[str, Any] = {
     "type": "object",
     "required": ["link_id", "sku", "title", "price", "currency"],
-    "properties": {"link_id": _LINK, "sku": _STR, "title": _STR, "price": _NUM, "currency": _STR},
+    "properties": _PRODUCT_PROPS,
 }
 
 _COUPON = {
@@ -36,7 +37,7 @@ RESULT_SCHEMAS: dict[str, dict[str, Any]] = {
     "product.by_link": {
         "type": "object",
         "required": ["link_id", "sku", "title", "price", "currency", "attributes"],
-        "properties": {**_PRODUCT_SUMMARY["properties"], "attributes": {"type": "object"}},
+        "properties": {**_PRODUCT_PROPS, "attributes": {"type": "object"}},
         "not": {"required": ["stock"]},
     },
     "product.search": {

@@ -15,6 +15,7 @@ text-search configuration (e.g. zhparser) or embeddings.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -385,17 +386,21 @@ class CommerceStore:
         rooms = data.get("rooms", [])
         if not isinstance(rooms, list):
             raise ValueError("catalog: 'rooms' must be a list")
-        async with self._pool.acquire() as conn, conn.transaction():
-            for i, room in enumerate(rooms):
-                await _load_room(conn, scope, room, f"rooms[{i}]")
-            for j, order in enumerate(data.get("orders", [])):
-                await _load_order(conn, scope, order, f"orders[{j}]")
+        try:
+            async with self._pool.acquire() as conn, conn.transaction():
+                for i, room in enumerate(rooms):
+                    await _load_room(conn, scope, room, f"rooms[{i}]")
+                for j, order in enumerate(data.get("orders", [])):
+                    await _load_order(conn, scope, order, f"orders[{j}]")
+        except asyncpg.IntegrityConstraintViolationError as exc:  # duplicate link, negative price, ...
+            raise ValueError(f"catalog rejected: {exc}") from exc
         return [r["room_id"] for r in rooms]
 
     async def load_demo_catalog(self, path: Path | str = DEMO_CATALOG_PATH, *,
                                 scope: str = LIVE_SCOPE) -> list[str]:
         """Load ``infra/seed/demo_catalog.json`` (or another file of that format)."""
-        return await self.load_catalog(json.loads(Path(path).read_text(encoding="utf-8")), scope=scope)
+        text = await asyncio.to_thread(Path(path).read_text, encoding="utf-8")
+        return await self.load_catalog(json.loads(text), scope=scope)
 
     async def load_case(self, case: dict[str, Any]) -> str:
         """Sandbox: load one evaluation case's room and catalog (CASES.md) into a fresh scope and
@@ -454,7 +459,10 @@ async def _load_room(conn: asyncpg.Connection, scope: str, room: dict[str, Any],
         None if campaign is None else json.dumps(campaign), room.get("pinned_link"))
     for table in ("faq", "coupons", "products"):  # inventory cascades from products
         await conn.execute(f"DELETE FROM {table} WHERE scope = $1 AND room_id = $2", scope, room_id)
-    products, stock, faq, coupons = [], [], [], []
+    products: list[tuple[Any, ...]] = []
+    stock: list[tuple[Any, ...]] = []
+    faq: list[tuple[Any, ...]] = []
+    coupons: list[tuple[Any, ...]] = []
     for k, item in enumerate(room.get("catalog", [])):
         at = f"{where}.catalog[{k}]"
         link_id = int(_req(item, "link_id", at))

@@ -18,7 +18,7 @@ from typing import Annotated, Any, TypeVar
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
+from rich.table import Column, Table
 
 from livehost.harness.diff import format_diff
 from livehost.harness.loader import HarnessError, Problem, dump, load
@@ -181,7 +181,8 @@ def log_(limit: Annotated[int, typer.Option(help="How many versions.")] = 20) ->
     where: dict[str, list[str]] = {}
     for target, v in active.items():
         where.setdefault(v, []).append(target)
-    table = Table("version", "date", "author", "parent", "active on", "message", header_style="bold")
+    table = Table(Column("version", no_wrap=True), Column("date", no_wrap=True), "author",
+                  Column("parent", no_wrap=True), "active on", "message", header_style="bold")
     for v in versions:
         table.add_row(v.version, _ts(v.created_at), escape(v.author), v.parent or "-",
                       ", ".join(sorted(where.get(v.version, []))), escape(v.message))
@@ -229,7 +230,8 @@ def proposals(version: Annotated[str, typer.Option(help="Only this version.")] =
               status: Annotated[str, typer.Option(help="Only this status.")] = "") -> None:
     """List proposals, newest first."""
     rows = _run(lambda r, _s: r.proposals(version=version or None, status=status or None))
-    table = Table("id", "version", "status", "author", "date", "message", header_style="bold")
+    table = Table("id", Column("version", no_wrap=True), "status", "author", Column("date", no_wrap=True),
+                  "message", header_style="bold")
     for p in rows:
         table.add_row(str(p.id), p.version, p.status, escape(p.author), _ts(p.created_at), escape(p.message))
     console.print(table)
@@ -288,7 +290,7 @@ def active(target: Annotated[str, typer.Option("--target", "-t", help="One targe
             if history:
                 return await r.history(target)
             one = await r.active(target)
-            return [one] if one else []
+            return [one] if one and one.version else []  # a cleared override is no activation
         return [a for t in sorted(await r.active_all()) if (a := await r.active(t)) is not None]
 
     rows = _run(fn)
@@ -308,7 +310,8 @@ def audit(limit: Annotated[int, typer.Option()] = 50,
     """The audit log, newest first."""
     rows = _run(lambda r, _s: r.audit(limit=limit, version=version or None, target=target or None,
                                       actor=actor or None))
-    table = Table("#", "when", "actor", "action", "version", "target", "proposal", "details", header_style="bold")
+    table = Table("#", Column("when", no_wrap=True), "actor", Column("action", no_wrap=True),
+                  Column("version", no_wrap=True), "target", "proposal", "details", header_style="bold")
     for e in rows:
         style = "red" if e.action.endswith(".refused") or e.action == "load_failed" else ""
         table.add_row(str(e.id), _ts(e.at), escape(e.actor), f"[{style}]{e.action}[/]" if style else e.action,
@@ -322,7 +325,8 @@ def audit(limit: Annotated[int, typer.Option()] = 50,
 def status(version: Annotated[str, typer.Argument(help="Only this version.")] = "") -> None:
     """What each service reported loading harness versions (ok, or the error it served through)."""
     rows = _run(lambda r, _s: r.load_status(version or None))
-    table = Table("service", "version", "ok", "replica", "when", "error", header_style="bold")
+    table = Table("service", Column("version", no_wrap=True), "ok", "replica", Column("when", no_wrap=True),
+                  "error", header_style="bold")
     for st in rows:
         table.add_row(st.service, st.version, "yes" if st.ok else "[red]no[/]", st.replica, _ts(st.updated_at),
                       escape(st.error))

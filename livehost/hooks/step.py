@@ -15,7 +15,7 @@ import jsonschema
 
 from livehost.agent import state as st
 from livehost.harness.model import Harness, Hook
-from livehost.hooks.verdict import Verdict
+from livehost.hooks.verdict import Verdict, VerdictKind
 
 CONTROL_TOKEN = re.compile(r"<[^<>\s]{1,24}>|\[[a-z]+_[a-z0-9]+\]")
 NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
@@ -169,7 +169,7 @@ def check_action(harness: Harness, state: dict[str, Any], action: dict[str, Any]
             verdicts.append(Verdict(hook.id, hook.kind, "pass"))
             continue
         action_on_fail = hook.on_fail.action
-        verdict = "correct" if action_on_fail == "correct" else "reject"
+        verdict: VerdictKind = "correct" if action_on_fail == "correct" else "reject"
         if verdict == "correct" and st.corrections(state) >= hook.retry_budget:
             verdict = "reject"
             reason = f"{reason} (retry budget {hook.retry_budget} spent)"

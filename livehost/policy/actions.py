@@ -7,7 +7,9 @@ Actions::
     {"action": "reply", "text": STR}
     {"action": "no_reply", "reason": STR}
 
-An optional ``"thought"`` key is allowed and stripped. Nothing here names a skill or tool.
+An optional ``"thought"`` key is allowed by the parser and stripped; ``ACTION_JSON_SCHEMA`` (used for
+constrained decoding) leaves it out so a small model does not spend its tokens on it. Nothing here
+names a skill or tool.
 """
 
 from __future__ import annotations
@@ -20,7 +22,6 @@ from typing import Any, Literal
 ActionKind = Literal["load_skill", "call_tool", "reply", "no_reply", "invalid"]
 ACTION_KINDS: tuple[str, ...] = ("load_skill", "call_tool", "reply", "no_reply")
 
-_THOUGHT = {"type": "string", "maxLength": 300}
 
 ACTION_JSON_SCHEMA: dict[str, Any] = {
     "title": "LiveHost policy action",
@@ -31,7 +32,6 @@ ACTION_JSON_SCHEMA: dict[str, Any] = {
             "properties": {
                 "action": {"const": "load_skill"},
                 "skill": {"type": "string", "minLength": 1, "maxLength": 100},
-                "thought": _THOUGHT,
             },
             "required": ["action", "skill"],
             "additionalProperties": False,
@@ -42,7 +42,6 @@ ACTION_JSON_SCHEMA: dict[str, Any] = {
                 "action": {"const": "call_tool"},
                 "tool": {"type": "string", "minLength": 1, "maxLength": 100},
                 "arguments": {"type": "object"},
-                "thought": _THOUGHT,
             },
             "required": ["action", "tool", "arguments"],
             "additionalProperties": False,
@@ -52,7 +51,6 @@ ACTION_JSON_SCHEMA: dict[str, Any] = {
             "properties": {
                 "action": {"const": "reply"},
                 "text": {"type": "string", "minLength": 1, "maxLength": 600},
-                "thought": _THOUGHT,
             },
             "required": ["action", "text"],
             "additionalProperties": False,
@@ -62,7 +60,6 @@ ACTION_JSON_SCHEMA: dict[str, Any] = {
             "properties": {
                 "action": {"const": "no_reply"},
                 "reason": {"type": "string", "maxLength": 200},
-                "thought": _THOUGHT,
             },
             "required": ["action", "reason"],
             "additionalProperties": False,

@@ -27,8 +27,24 @@ from livehost.voice.synth import (
 from livehost.voice.tokens import Pause, TextPiece, parse_control_tokens
 
 __all__ = [
-    "ENGINE_NAMES", "Audio", "ChunkPlan", "EngineError", "EspeakEngine", "Pause", "PiperEngine",
-    "ReplyStream", "SynthesisResult", "TTSEngine", "TextPiece", "audio_ref_path", "cancel_segment",
-    "get_engine", "parse_control_tokens", "plan_chunks", "read_wav", "stream_reply", "synthesize_reply",
+    "ENGINE_NAMES",
+    "Audio",
+    "ChunkPlan",
+    "EngineError",
+    "EspeakEngine",
+    "Pause",
+    "PiperEngine",
+    "ReplyStream",
+    "SynthesisResult",
+    "TTSEngine",
+    "TextPiece",
+    "audio_ref_path",
+    "cancel_segment",
+    "get_engine",
+    "parse_control_tokens",
+    "plan_chunks",
+    "read_wav",
+    "stream_reply",
+    "synthesize_reply",
     "warm_up",
 ]

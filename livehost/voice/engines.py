@@ -95,9 +95,7 @@ class PiperEngine:
             except ImportError as exc:
                 raise EngineError("piper-tts is not installed (pip install piper-tts)") from exc
             model, config = (
-                (self._model_path, self._config_path)
-                if self._model_path is not None
-                else piper_model_paths()
+                (self._model_path, self._config_path) if self._model_path is not None else piper_model_paths()
             )
             if not Path(model).is_file():
                 raise EngineError(f"piper model not found: {model}")
@@ -187,8 +185,82 @@ class _Event(ctypes.Structure):
 
 _SynthCallback = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ctypes.c_short), ctypes.c_int, ctypes.POINTER(_Event))
 
-# libespeak-ng keeps global state: one process-wide library handle and lock.
+# libespeak-ng keeps global state (one synth callback, one voice, one rate): one process-wide
+# runtime, shared by every EspeakEngine instance, used under one lock.
 _ESPEAK_LOCK = threading.Lock()
+
+
+class _EspeakRuntime:
+    def __init__(self) -> None:
+        try:
+            import espeakng_loader
+        except ImportError as exc:
+            raise EngineError("espeakng-loader is not installed (pip install espeakng-loader)") from exc
+        try:
+            lib = ctypes.CDLL(espeakng_loader.get_library_path())
+            data = espeakng_loader.get_data_path()
+        except (OSError, RuntimeError) as exc:
+            raise EngineError(f"libespeak-ng could not be loaded: {exc}") from exc
+        lib.espeak_Initialize.restype = ctypes.c_int
+        lib.espeak_Initialize.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_char_p, ctypes.c_int]
+        lib.espeak_SetSynthCallback.argtypes = [_SynthCallback]
+        lib.espeak_SetVoiceByName.argtypes = [ctypes.c_char_p]
+        lib.espeak_SetParameter.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int]
+        lib.espeak_Synth.argtypes = [
+            ctypes.c_void_p,
+            ctypes.c_size_t,
+            ctypes.c_uint,
+            ctypes.c_int,
+            ctypes.c_uint,
+            ctypes.c_uint,
+            ctypes.c_void_p,
+            ctypes.c_void_p,
+        ]
+        sr = lib.espeak_Initialize(
+            _AUDIO_OUTPUT_SYNCHRONOUS,
+            0,
+            data.encode(),
+            _INIT_PHONEME_EVENTS | _INIT_PHONEME_IPA | _INIT_DONT_EXIT,
+        )
+        if sr <= 0:
+            raise EngineError(f"espeak_Initialize failed ({sr})")
+        self.lib = lib
+        self.sample_rate = int(sr)
+        self.buf: list[np.ndarray] = []
+        self.events: list[tuple[int, int, str]] = []  # (type, sample, ipa)
+        self._callback = _SynthCallback(self._on_audio)  # keep the ctypes callback alive
+        lib.espeak_SetSynthCallback(self._callback)
+
+    def _on_audio(self, wav: Any, n: int, events: Any) -> int:
+        if n > 0 and wav:
+            self.buf.append(np.ctypeslib.as_array(wav, shape=(n,)).astype(np.int16, copy=True))
+        i = 0
+        while events[i].type != _EV_LIST_TERMINATED:
+            ev = events[i]
+            if ev.type == _EV_PHONEME:
+                ipa = bytes(ev.id.string).split(b"\0", 1)[0].decode("utf-8", "replace")
+                self.events.append((ev.type, int(ev.sample), ipa))
+            elif ev.type in (_EV_WORD, _EV_END, _EV_MSG_TERMINATED):
+                self.events.append((ev.type, int(ev.sample), ""))
+            i += 1
+        return 0
+
+    def synth(self, voice: str, wpm: int, text: str) -> tuple[list[np.ndarray], list[tuple[int, int, str]]]:
+        """Call with _ESPEAK_LOCK held."""
+        data = text.encode("utf-8") + b"\0"
+        self.buf, self.events = [], []
+        if self.lib.espeak_SetVoiceByName(voice.encode()) != 0:
+            raise EngineError(f"espeak voice not found: {voice}")
+        self.lib.espeak_SetParameter(_PARAM_RATE, wpm, 0)
+        rc = self.lib.espeak_Synth(data, len(data), 0, _POS_CHARACTER, 0, _CHARS_UTF8, None, None)
+        bufs, events = self.buf, self.events
+        self.buf, self.events = [], []
+        if rc != 0:
+            raise EngineError(f"espeak_Synth failed ({rc})")
+        return bufs, events
+
+
+_ESPEAK_RUNTIME: _EspeakRuntime | None = None
 
 
 class EspeakEngine:
@@ -196,85 +268,28 @@ class EspeakEngine:
 
     def __init__(self, voice: str | None = None) -> None:
         self.voice = voice or os.environ.get("LIVEHOST_ESPEAK_VOICE", "en-us")
-        self._lib: Any = None
-        self._sample_rate = 0
-        self._callback: Any = None  # keep the ctypes callback alive
-        self._buf: list[np.ndarray] = []
-        self._events: list[tuple[int, int, str]] = []  # (type, sample, ipa)
 
     def load(self) -> None:
-        if self._lib is not None:
-            return
+        self._runtime()
+
+    def _runtime(self) -> _EspeakRuntime:
+        global _ESPEAK_RUNTIME
         with _ESPEAK_LOCK:
-            if self._lib is not None:
-                return
-            try:
-                import espeakng_loader
-            except ImportError as exc:
-                raise EngineError("espeakng-loader is not installed (pip install espeakng-loader)") from exc
-            try:
-                lib = ctypes.CDLL(espeakng_loader.get_library_path())
-                data = espeakng_loader.get_data_path()
-            except (OSError, RuntimeError) as exc:
-                raise EngineError(f"libespeak-ng could not be loaded: {exc}") from exc
-            lib.espeak_Initialize.restype = ctypes.c_int
-            lib.espeak_Initialize.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_char_p, ctypes.c_int]
-            lib.espeak_SetSynthCallback.argtypes = [_SynthCallback]
-            lib.espeak_SetVoiceByName.argtypes = [ctypes.c_char_p]
-            lib.espeak_SetParameter.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int]
-            lib.espeak_Synth.argtypes = [
-                ctypes.c_void_p, ctypes.c_size_t, ctypes.c_uint, ctypes.c_int, ctypes.c_uint,
-                ctypes.c_uint, ctypes.c_void_p, ctypes.c_void_p,
-            ]
-            sr = lib.espeak_Initialize(
-                _AUDIO_OUTPUT_SYNCHRONOUS, 0, data.encode(),
-                _INIT_PHONEME_EVENTS | _INIT_PHONEME_IPA | _INIT_DONT_EXIT,
-            )
-            if sr <= 0:
-                raise EngineError(f"espeak_Initialize failed ({sr})")
-            self._callback = _SynthCallback(self._on_audio)
-            lib.espeak_SetSynthCallback(self._callback)
-            if lib.espeak_SetVoiceByName(self.voice.encode()) != 0:
-                raise EngineError(f"espeak voice not found: {self.voice}")
-            self._sample_rate = int(sr)
-            self._lib = lib
+            if _ESPEAK_RUNTIME is None:
+                _ESPEAK_RUNTIME = _EspeakRuntime()
+            return _ESPEAK_RUNTIME
 
     @property
     def sample_rate(self) -> int:
-        self.load()
-        return self._sample_rate
-
-    def _on_audio(self, wav: Any, n: int, events: Any) -> int:
-        if n > 0 and wav:
-            self._buf.append(np.ctypeslib.as_array(wav, shape=(n,)).astype(np.int16, copy=True))
-        i = 0
-        while events[i].type != _EV_LIST_TERMINATED:
-            ev = events[i]
-            if ev.type == _EV_PHONEME:
-                ipa = bytes(ev.id.string).split(b"\0", 1)[0].decode("utf-8", "replace")
-                self._events.append((ev.type, int(ev.sample), ipa))
-            elif ev.type in (_EV_WORD, _EV_END, _EV_MSG_TERMINATED):
-                self._events.append((ev.type, int(ev.sample), ""))
-            i += 1
-        return 0
+        return self._runtime().sample_rate
 
     def synthesize(self, text: str, rate: float = 1.0) -> Audio:
-        self.load()
+        rt = self._runtime()
         wpm = max(80, min(450, round(_DEFAULT_WPM / max(rate, 1e-3))))
-        data = text.encode("utf-8") + b"\0"
         with _ESPEAK_LOCK:
-            self._buf = []
-            self._events = []
-            lib = self._lib
-            lib.espeak_SetVoiceByName(self.voice.encode())
-            lib.espeak_SetParameter(_PARAM_RATE, wpm, 0)
-            rc = lib.espeak_Synth(data, len(data), 0, _POS_CHARACTER, 0, _CHARS_UTF8, None, None)
-            if rc != 0:
-                raise EngineError(f"espeak_Synth failed ({rc})")
-            bufs, events = self._buf, self._events
-            self._buf, self._events = [], []
+            bufs, events = rt.synth(self.voice, wpm, text)
         samples = np.concatenate(bufs).astype(np.int16) if bufs else np.zeros(0, dtype=np.int16)
-        sr = self._sample_rate
+        sr = rt.sample_rate
         n = len(samples)
         phonemes: list[PhonemeTiming] = []
         for k, (etype, pos, ipa) in enumerate(events):

@@ -78,7 +78,7 @@ class SynthesisResult:
 
     @property
     def engine_used(self) -> str | None:
-        """"piper", "espeak", "text", "piper+espeak" (mixed after a fallback), None if skipped."""
+        """Engine name(s): piper, espeak, text, or piper+espeak (mixed after a fallback); None if skipped."""
         return "+".join(self.engines_used) if self.engines_used else None
 
 
@@ -99,9 +99,19 @@ def read_wav(path: str | Path) -> tuple[np.ndarray, int]:
 def cancel_segment(request_id: str, room_id: str, seq: int, at_ms: float) -> dict[str, Any]:
     """An avatar segment telling the renderer to stop this request."""
     return {
-        "request_id": request_id, "room_id": room_id, "seq": seq, "text": "",
-        "start_ms": float(at_ms), "end_ms": float(at_ms), "audio_ref": None, "sample_rate": 0,
-        "engine": "text", "visemes": [], "final": True, "cancel": True, "ts_ms": int(time.time() * 1000),
+        "request_id": request_id,
+        "room_id": room_id,
+        "seq": seq,
+        "text": "",
+        "start_ms": float(at_ms),
+        "end_ms": float(at_ms),
+        "audio_ref": None,
+        "sample_rate": 0,
+        "engine": "text",
+        "visemes": [],
+        "final": True,
+        "cancel": True,
+        "ts_ms": int(time.time() * 1000),
     }
 
 
@@ -276,9 +286,7 @@ class ReplyStream:
             except Exception as exc:  # any engine failure → next engine, for the rest of the reply
                 self._active += 1
                 nxt = self._chain[self._active] if self._active < len(self._chain) else None
-                nxt_name = (
-                    None if nxt is None else nxt if isinstance(nxt, str) else getattr(nxt, "name", "?")
-                )
+                nxt_name = None if nxt is None else nxt if isinstance(nxt, str) else getattr(nxt, "name", "?")
                 msg = f"TTS engine {name!r} failed: {type(exc).__name__}: {exc}"
                 msg += f"; falling back to {nxt_name!r}" if nxt_name else "; no engine left, text-only segment"
                 self.result.warnings.append(msg)
@@ -304,9 +312,7 @@ class ReplyStream:
                 path = self.out_dir / f"{_safe_name(self.request_id)}_{seq:03d}.wav"
                 write_wav(path, audio)
                 duration_ms = len(audio.samples) * 1000.0 / audio.sample_rate
-                visemes = [
-                    {"t_ms": t, "viseme": v} for t, v in visemes_from_phonemes(audio.phonemes, audio.duration_s)
-                ]
+                visemes = [{"t_ms": t, "viseme": v} for t, v in visemes_from_phonemes(audio.phonemes, audio.duration_s)]
                 audio_ref: str | None = path.resolve().as_uri()
                 sample_rate = audio.sample_rate
             else:
@@ -350,8 +356,15 @@ def stream_reply(
 ) -> ReplyStream:
     """Plan a reply now, synthesize while iterating. See :class:`ReplyStream`."""
     return ReplyStream(
-        text, out_dir=out_dir, request_id=request_id, room_id=room_id, engine=engine, fallback=fallback,
-        start_offset_ms=start_offset_ms, cancel=cancel, **limits,
+        text,
+        out_dir=out_dir,
+        request_id=request_id,
+        room_id=room_id,
+        engine=engine,
+        fallback=fallback,
+        start_offset_ms=start_offset_ms,
+        cancel=cancel,
+        **limits,
     )
 
 
@@ -370,8 +383,15 @@ def synthesize_reply(
     """Synthesize the whole reply; returns segments (avatar_segment.avsc dicts), warnings,
     engine(s) used and skip reason."""
     stream = stream_reply(
-        text, out_dir=out_dir, request_id=request_id, room_id=room_id, engine=engine, fallback=fallback,
-        start_offset_ms=start_offset_ms, cancel=cancel, **limits,
+        text,
+        out_dir=out_dir,
+        request_id=request_id,
+        room_id=room_id,
+        engine=engine,
+        fallback=fallback,
+        start_offset_ms=start_offset_ms,
+        cancel=cancel,
+        **limits,
     )
     for _ in stream:
         pass

@@ -9,8 +9,9 @@ The full table, and the timing rules, are in ``docs/visemes.md``. Timeline rules
 * a viseme event ``(t_ms, viseme)`` means "from t_ms on, show this viseme" (until the next event);
 * ``t_ms`` is relative to the first sample of the segment's audio (``audio_ref``), not to the
   reply timeline — add the segment's ``start_ms`` for the reply timeline;
-* the timeline starts at 0 (with ``sil`` unless speech starts on the first sample), ends with ``sil`` at the end of speech, is strictly
-  increasing in time, never repeats a viseme twice in a row, and stays within [0, duration];
+* the timeline starts at 0 (with ``sil`` unless speech starts on the first sample), ends with
+  ``sil`` at the end of speech, is strictly increasing in time, never repeats a viseme twice in a
+  row, and stays within [0, duration];
 * stress and length marks, word spaces and unknown symbols continue the current viseme;
   punctuation, pauses and the start/end markers give ``sil``;
 * diphthongs (``aɪ``, ``oʊ`` …) are split in two visemes over the phoneme's time span;
@@ -87,9 +88,7 @@ def _merge_affricates(phonemes: Sequence[tuple[str, float, float]]) -> list[tupl
     return out
 
 
-def visemes_from_phonemes(
-    phonemes: Iterable[tuple[str, float, float]], duration_s: float
-) -> list[tuple[float, str]]:
+def visemes_from_phonemes(phonemes: Iterable[tuple[str, float, float]], duration_s: float) -> list[tuple[float, str]]:
     """Viseme timeline ``[(t_ms, viseme), ...]`` for phonemes timed in seconds within an audio of
     ``duration_s``. See the module docstring for the guarantees."""
     dur_ms = max(0.0, duration_s * 1000.0)

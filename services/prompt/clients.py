@@ -6,6 +6,7 @@ from typing import Any
 
 import asyncpg
 
+from livehost.commerce.errors import CommerceError
 from livehost.commerce.store import CommerceStore
 
 
@@ -15,10 +16,17 @@ class PostgresFacts:
         self._store = CommerceStore(pool)
 
     async def product(self, room_id: str, link_id: int) -> dict[str, Any] | None:
-        return await self._store.product_for_prompt(room_id, link_id)
+        try:
+            return await self._store.product_by_link(room_id, link_id)
+        except CommerceError:
+            return None  # no product on that link: the prompt says so
 
     async def faq(self, room_id: str, query: str, link_id: int | None, limit: int) -> list[dict[str, Any]]:
-        return await self._store.faq_for_prompt(room_id, query, link_id, limit)
+        try:
+            found = await self._store.faq_search(room_id, query, link_id, limit=limit)
+        except CommerceError:
+            return []
+        return [{"q": f["q"], "a": f["a"]} for f in found["results"]]
 
     async def memory(self, room_id: str, limit: int) -> list[str]:
         rows = await self._pool.fetch(

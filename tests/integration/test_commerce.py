@@ -357,7 +357,8 @@ async def test_sandbox_loads_each_case_isolated(store: CommerceStore, harness: H
             assert [(p["link_id"], p["price"], p["stock"]) for p in products] == [
                 (p["link_id"], p["price"], p["stock"]) for p in case["catalog"]]
             for p in case["catalog"]:
-                codes = {c["code"] for c in (await store.coupon_list(room["room_id"], p["link_id"], scope=scope))["coupons"]}
+                listed = await store.coupon_list(room["room_id"], p["link_id"], scope=scope)
+                codes = {c["code"] for c in listed["coupons"]}
                 assert codes == {c["code"] for c in p.get("coupons", [])}, case["id"]
         # same room id and link in two cases, different data: no leaking
         attr, price = scopes["sample-attr-01"], scopes["sample-price-01"]
@@ -391,6 +392,16 @@ async def test_sandbox_case_faults(store: CommerceStore, harness: Harness) -> No
         assert ok.ok
     finally:
         await store.drop_scope(scope)
+
+
+async def test_bad_catalog_is_rejected_whole(store: CommerceStore) -> None:
+    case = {**CASES[0], "id": "dup"}
+    case["catalog"] = [*case["catalog"], case["catalog"][0]]  # the same link twice
+    with pytest.raises(ValueError, match="catalog rejected"):
+        await store.load_case(case)
+    with pytest.raises(ValueError, match="'price' is required"):
+        await store.load_case({**CASES[0], "catalog": [{"link_id": 1, "sku": "X", "title": "Y"}]})
+    assert await store.pool.fetchval("SELECT count(*) FROM rooms WHERE scope LIKE 'case:dup:%'") == 0
 
 
 # ----------------------------------------------------------------------------- harness variants

@@ -136,7 +136,8 @@ def test_operation_params_binding_and_context() -> None:
     assert operation_params(hijack, op, {"voucher": "X1"}, CTX)["user_id"] == "u-1"
     # an optional parameter left out is None
     faq = tool_for(HARNESS, "faq.search")
-    assert operation_params(faq, OPERATIONS["faq.search"], {faq.binding.arguments["query"]: "q"}, CTX)["link_id"] is None
+    params = operation_params(faq, OPERATIONS["faq.search"], {faq.binding.arguments["query"]: "q"}, CTX)
+    assert params["link_id"] is None
 
 
 def test_normalise_result() -> None:

@@ -131,7 +131,7 @@ async def test_generated_stub_is_served(running: RunningServer) -> None:
 
         ok = await stub.SubmitRoomEvent(
             ingest_pb2.SubmitRoomEventRequest(
-                room_id="r1", product_switch=ingest_pb2.ProductSwitch(link_id="3")
+                room_id="r1", product_switch=ingest_pb2.ProductSwitch(link_id=3)
             ),
             timeout=5,
         )

@@ -11,9 +11,13 @@ from pathlib import Path
 import numpy as np
 import triton_python_backend_utils as pb_utils  # type: ignore[import-not-found]
 
-_REPO_ROOT = Path(__file__).resolve().parents[4]
-if (_REPO_ROOT / "livehost").is_dir() and str(_REPO_ROOT) not in sys.path:
-    sys.path.insert(0, str(_REPO_ROOT))
+# The venv's site-packages are visible when its bin dir is first on PATH; also find the repo root
+# (the folder holding livehost/) above this file, for a checkout that is not pip-installed.
+for _parent in Path(__file__).resolve().parents:
+    if (_parent / "livehost" / "__init__.py").is_file():
+        if str(_parent) not in sys.path:
+            sys.path.insert(0, str(_parent))
+        break
 
 from livehost.policy.reference import decide  # noqa: E402
 

@@ -32,8 +32,8 @@ class SubmitCommentResponse(_message.Message):
 class ProductSwitch(_message.Message):
     __slots__ = ("link_id",)
     LINK_ID_FIELD_NUMBER: _ClassVar[int]
-    link_id: str
-    def __init__(self, link_id: _Optional[str] = ...) -> None: ...
+    link_id: int
+    def __init__(self, link_id: _Optional[int] = ...) -> None: ...
 
 class CampaignChange(_message.Message):
     __slots__ = ("campaign_json",)

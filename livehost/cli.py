@@ -1,0 +1,74 @@
+"""``livehost``: the command line of the embedded stack, the demo, and the operator tools."""
+
+from __future__ import annotations
+
+import json
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+app = typer.Typer(help="LiveHost: an open runtime for AI livestream-shopping hosts.", no_args_is_help=True)
+stack_app = typer.Typer(help="The embedded stack: Tansu (Kafka API), PostgreSQL and Triton.", no_args_is_help=True)
+app.add_typer(stack_app, name="stack")
+console = Console()
+
+
+@stack_app.command("up")
+def stack_up() -> None:
+    """Start (or reuse) the broker, PostgreSQL and Triton; write the env file."""
+    from livehost.stack import StackError, up
+
+    try:
+        info = up(echo=console.print)
+    except StackError as exc:
+        console.print(f"[red]stack up failed[/]\n{exc}")
+        raise typer.Exit(1) from None
+    console.print(f"[green]stack ready[/]; settings in {info.env_file}")
+    for key, value in info.env.items():
+        console.print(f"  {key}={value}")
+
+
+@stack_app.command("down")
+def stack_down() -> None:
+    """Stop every component the embedded stack started."""
+    from livehost.stack import down
+
+    stopped = down(echo=console.print)
+    console.print(f"stopped: {', '.join(stopped) or 'nothing was running'}")
+
+
+@stack_app.command("status")
+def stack_status() -> None:
+    """Show each component: pid, ports, healthy."""
+    from livehost.stack import status
+
+    table = Table("component", "pid", "ports", "alive", "healthy")
+    for name, info in status().items():
+        table.add_row(name, str(info.get("pid") or "-"), json.dumps(info.get("ports") or {}),
+                      str(info.get("alive")), str(info.get("healthy")))
+    console.print(table)
+
+
+@app.command("demo")
+def demo(keep_stack: bool = typer.Option(False, help="Leave the embedded stack running afterwards."),
+         engine: str = typer.Option("", help="TTS engine: piper, espeak or text (default from settings)."),
+         policy: str = typer.Option("", help="Triton model of the policy (policy_reference or policy_llm).")) -> None:
+    """Start the stack and every service, play the scripted live-room session, print it, stop everything."""
+    from livehost.demo.main import run_demo
+
+    code = run_demo(console, keep_stack=keep_stack, engine=engine or None, policy=policy or None)
+    raise typer.Exit(code)
+
+
+def _mount_optional() -> None:
+    """Operator tool groups live next to their domain; mount each one that is installed."""
+    from livehost.harness.cli import app as harness_app
+
+    app.add_typer(harness_app, name="harness", help="Validate, version, review, activate and roll back harnesses.")
+
+
+_mount_optional()
+
+if __name__ == "__main__":
+    app()

@@ -1,0 +1,1 @@
+"""The live-room demo: the main job of ``make run``."""

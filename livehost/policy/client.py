@@ -1,0 +1,305 @@
+"""Async policy client for Triton (contract of Triton's vLLM backend), with retries and a breaker.
+
+- Reads the model's config once: the ``input_format`` parameter says whether ``text_input`` takes the
+  rendered prompt (``prompt``, the default, as for a vLLM model) or the context JSON
+  (``context_json``, structured-input models such as the reference policy).
+- Always streams (``stream_infer``): decoupled models need it; chunks are concatenated.
+- Per-call timeout; bounded retries with jittered backoff on UNAVAILABLE / DEADLINE_EXCEEDED /
+  timeouts; a circuit breaker opens after N consecutive failed calls and, while open, raises
+  :class:`PolicyUnavailable` immediately; after the cool-down one trial call is let through.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from livehost.retry import backoff_delays
+
+INPUT_FORMATS = ("prompt", "context_json")
+RETRYABLE_MARKERS = ("UNAVAILABLE", "DEADLINE_EXCEEDED", "DEADLINE", "RESOURCE_EXHAUSTED", "CONNECTION",
+                     "SOCKET CLOSED", "FAILED TO CONNECT", "TIMEOUT", "TIMED OUT")
+
+
+class PolicyError(RuntimeError):
+    """The policy call failed (after retries, or with a non-retryable error)."""
+
+    def __init__(self, message: str, retryable: bool = False):
+        super().__init__(message)
+        self.retryable = retryable
+
+
+class PolicyUnavailable(PolicyError):
+    """The circuit breaker is open: the policy backend is considered down for a cool-down."""
+
+    def __init__(self, message: str):
+        super().__init__(message, retryable=True)
+
+
+@dataclass(frozen=True)
+class GenerateResult:
+    text: str
+    model: str
+    latency_ms: float
+    attempts: int
+    finish_reason: str | None = None
+    chunks: int = 0
+    input_format: str = "prompt"
+
+
+@dataclass(frozen=True)
+class StreamOutput:
+    text: str
+    finish_reason: str | None
+    chunks: int
+
+
+class Transport(Protocol):
+    """What the client needs from a backend; tests substitute a fake."""
+
+    async def model_parameters(self, model: str, timeout_s: float) -> dict[str, str]: ...
+
+    async def stream_generate(
+        self, model: str, text_input: str, sampling_json: str, timeout_s: float
+    ) -> StreamOutput: ...
+
+    async def close(self) -> None: ...
+
+
+def is_retryable(exc: BaseException) -> bool:
+    if isinstance(exc, PolicyError):
+        return exc.retryable
+    if isinstance(exc, asyncio.TimeoutError | TimeoutError | ConnectionError):
+        return True
+    status = ""
+    status_fn = getattr(exc, "status", None)
+    if callable(status_fn):
+        try:
+            status = str(status_fn() or "")
+        except Exception:  # noqa: BLE001
+            status = ""
+    text = f"{status} {exc}".upper()
+    return any(marker in text for marker in RETRYABLE_MARKERS)
+
+
+class CircuitBreaker:
+    """closed -> (N consecutive failures) -> open -> (cool-down) -> half-open (one trial) -> closed/open."""
+
+    def __init__(self, failure_threshold: int = 5, cooldown_s: float = 10.0,
+                 clock: Callable[[], float] = time.monotonic):
+        if failure_threshold < 1:
+            raise ValueError("failure_threshold must be >= 1")
+        self.failure_threshold = failure_threshold
+        self.cooldown_s = cooldown_s
+        self._clock = clock
+        self.consecutive_failures = 0
+        self.opened_at: float | None = None
+        self._trial_in_flight = False
+
+    @property
+    def state(self) -> str:
+        if self.opened_at is None:
+            return "closed"
+        if self._clock() - self.opened_at >= self.cooldown_s:
+            return "half_open"
+        return "open"
+
+    def retry_after_s(self) -> float:
+        if self.opened_at is None:
+            return 0.0
+        return max(0.0, self.cooldown_s - (self._clock() - self.opened_at))
+
+    def allow(self) -> bool:
+        state = self.state
+        if state == "closed":
+            return True
+        if state == "half_open" and not self._trial_in_flight:
+            self._trial_in_flight = True
+            return True
+        return False
+
+    def record_success(self) -> None:
+        self.consecutive_failures = 0
+        self.opened_at = None
+        self._trial_in_flight = False
+
+    def record_failure(self) -> None:
+        self.consecutive_failures += 1
+        if self._trial_in_flight or self.consecutive_failures >= self.failure_threshold:
+            self.opened_at = self._clock()
+        self._trial_in_flight = False
+
+
+class TritonTransport:
+    """``tritonclient.grpc.aio`` against a Triton server (vLLM-backend tensor contract)."""
+
+    def __init__(self, url: str):
+        import tritonclient.grpc.aio as grpcclient  # type: ignore[import-untyped]
+
+        self._mod = grpcclient
+        self.url = url
+        self._client = grpcclient.InferenceServerClient(url)
+
+    async def model_parameters(self, model: str, timeout_s: float) -> dict[str, str]:
+        cfg = await self._client.get_model_config(model, as_json=True, client_timeout=timeout_s)
+        config = cfg.get("config", cfg)
+        params = config.get("parameters") or {}
+        return {k: str((v or {}).get("string_value", "")) for k, v in params.items()}
+
+    async def stream_generate(
+        self, model: str, text_input: str, sampling_json: str, timeout_s: float
+    ) -> StreamOutput:
+        import numpy as np
+
+        mod = self._mod
+        text = mod.InferInput("text_input", [1], "BYTES")
+        text.set_data_from_numpy(np.array([text_input.encode("utf-8")], dtype=np.object_))
+        stream = mod.InferInput("stream", [1], "BOOL")
+        stream.set_data_from_numpy(np.array([True], dtype=bool))
+        sampling = mod.InferInput("sampling_parameters", [1], "BYTES")
+        sampling.set_data_from_numpy(np.array([sampling_json.encode("utf-8")], dtype=np.object_))
+        exclude = mod.InferInput("exclude_input_in_output", [1], "BOOL")
+        exclude.set_data_from_numpy(np.array([True], dtype=bool))
+        request_id = uuid.uuid4().hex
+
+        async def requests() -> AsyncIterator[dict[str, Any]]:
+            yield {"model_name": model, "inputs": [text, stream, sampling, exclude], "request_id": request_id}
+
+        responses = self._client.stream_infer(inputs_iterator=requests(), stream_timeout=timeout_s)
+        parts: list[str] = []
+        finish: str | None = None
+        chunks = 0
+        try:
+            async for result, error in responses:
+                if error is not None:
+                    raise error
+                if result is None:
+                    continue
+                chunks += 1
+                out = result.as_numpy("text_output")
+                if out is not None:
+                    parts.extend(_decode(v) for v in out.reshape(-1))
+                fin = result.as_numpy("finish_reason")
+                if fin is not None and fin.size:
+                    value = _decode(fin.reshape(-1)[0])
+                    finish = value or finish
+                params = result.get_response().parameters
+                if "triton_final_response" in params and params["triton_final_response"].bool_param:
+                    break
+        finally:
+            cancel = getattr(responses, "cancel", None)
+            if callable(cancel):
+                cancel()
+        return StreamOutput("".join(parts), finish, chunks)
+
+    async def close(self) -> None:
+        await self._client.close()
+
+
+def _decode(value: Any) -> str:
+    return value.decode("utf-8", errors="replace") if isinstance(value, bytes) else str(value)
+
+
+class PolicyClient:
+    def __init__(
+        self,
+        url: str,
+        model: str,
+        timeout_s: float = 5.0,
+        retries: int = 2,
+        *,
+        breaker_threshold: int = 5,
+        breaker_cooldown_s: float = 10.0,
+        backoff_initial_s: float = 0.05,
+        backoff_max_s: float = 1.0,
+        transport: Transport | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ):
+        self.url = url
+        self.model = model
+        self.timeout_s = timeout_s
+        self.retries = max(0, retries)
+        self.breaker = CircuitBreaker(breaker_threshold, breaker_cooldown_s, clock)
+        self._backoff = (backoff_initial_s, backoff_max_s)
+        self._transport: Transport | None = transport
+        self._input_format: str | None = None
+        self._clock = clock
+
+    @property
+    def transport(self) -> Transport:
+        if self._transport is None:
+            self._transport = TritonTransport(self.url)
+        return self._transport
+
+    async def input_format(self) -> str:
+        """``prompt`` or ``context_json``, from the model config's ``input_format`` parameter (read once)."""
+        if self._input_format is None:
+            params = await self.transport.model_parameters(self.model, self.timeout_s)
+            fmt = params.get("input_format", "") or "prompt"
+            if fmt not in INPUT_FORMATS:
+                raise PolicyError(f"model {self.model}: unknown input_format {fmt!r}")
+            self._input_format = fmt
+        return self._input_format
+
+    async def generate(
+        self, prompt_text: str, context_json: str | dict[str, Any], sampling: dict[str, Any] | None = None
+    ) -> GenerateResult:
+        if not self.breaker.allow():
+            raise PolicyUnavailable(
+                f"policy {self.model} at {self.url}: circuit open after "
+                f"{self.breaker.consecutive_failures} consecutive failures; retry in "
+                f"{self.breaker.retry_after_s():.1f}s"
+            )
+        t0 = time.perf_counter()
+        delays = backoff_delays(*self._backoff)
+        sampling_json = json.dumps(sampling or {})
+        attempts = 0
+        last: BaseException | None = None
+        while attempts <= self.retries:
+            attempts += 1
+            try:
+                fmt = await asyncio.wait_for(self.input_format(), self.timeout_s)
+                if fmt == "context_json":
+                    text_input = context_json if isinstance(context_json, str) else json.dumps(context_json)
+                else:
+                    text_input = prompt_text
+                out = await asyncio.wait_for(
+                    self.transport.stream_generate(self.model, text_input, sampling_json, self.timeout_s),
+                    self.timeout_s,
+                )
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - classified below
+                last = exc
+                if is_retryable(exc) and attempts <= self.retries:
+                    await asyncio.sleep(next(delays))
+                    continue
+                break
+            self.breaker.record_success()
+            return GenerateResult(
+                text=out.text, model=self.model, latency_ms=round((time.perf_counter() - t0) * 1000, 2),
+                attempts=attempts, finish_reason=out.finish_reason, chunks=out.chunks,
+                input_format=self._input_format or "prompt",
+            )
+        self.breaker.record_failure()
+        assert last is not None
+        kind = "timeout" if isinstance(last, asyncio.TimeoutError | TimeoutError) else type(last).__name__
+        raise PolicyError(
+            f"policy {self.model} at {self.url} failed after {attempts} attempt(s): {kind}: {last}",
+            retryable=is_retryable(last),
+        ) from last
+
+    async def close(self) -> None:
+        if self._transport is not None:
+            await self._transport.close()
+
+    async def __aenter__(self) -> PolicyClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()

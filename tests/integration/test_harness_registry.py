@@ -1,0 +1,439 @@
+"""The harness registry against real PostgreSQL, and hot reload through the real Tansu broker.
+
+Harness variants are derived from the shipped harness generically (a different description): no
+test names a shipped skill, tool, hook or section.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import time
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import asyncpg
+import pytest
+import yaml
+from prometheus_client import REGISTRY
+from typer.testing import CliRunner
+
+from livehost.config import REPO_ROOT, Settings
+from livehost.harness.cli import app
+from livehost.harness.hotreload import KafkaHarnessPublisher, RegistryHarnessProvider, ensure_events_topic
+from livehost.harness.loader import HarnessError, dump, load
+from livehost.harness.model import Harness
+from livehost.harness.registry import BadRequest, NotFound, Refused, Registry, SelfReview
+from livehost.stack.testing import running_kafka, running_postgres
+
+pytestmark = pytest.mark.integration
+
+DEFAULT_PATH = REPO_ROOT / "harness" / "default"
+DEFAULT = load(DEFAULT_PATH)
+
+
+def variant(n: int) -> Harness:
+    return DEFAULT.model_copy(update={"description": f"variant {n}"})
+
+
+@pytest.fixture(scope="module")
+def pg_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    with running_postgres(tmp_path_factory.mktemp("pg")) as dsn:
+        yield dsn
+
+
+@pytest.fixture(scope="module")
+def kafka_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    with running_kafka(tmp_path_factory.mktemp("kafka")) as bootstrap:
+        yield bootstrap
+
+
+@pytest.fixture
+async def dsn(pg_server: str) -> AsyncIterator[str]:
+    """A fresh database per test."""
+    name = f"t_{uuid.uuid4().hex[:12]}"
+    conn = await asyncpg.connect(pg_server)
+    try:
+        await conn.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        await conn.close()
+    yield pg_server.rsplit("/", 1)[0] + f"/{name}"
+
+
+@pytest.fixture
+async def registry(dsn: str) -> AsyncIterator[Registry]:
+    reg = await Registry.connect(dsn, attempts=3)
+    try:
+        yield reg
+    finally:
+        await reg.close()
+
+
+async def approve(reg: Registry, version: str, *, passed: bool | None = True) -> int:
+    proposal = await reg.propose(version, author="alice", message="please ship")
+    await reg.review(proposal.id, reviewer="bob", decision="approve", comment="lgtm")
+    if passed is not None:
+        await reg.attach_evaluation(version, {"accuracy": 93.0 if passed else 80.0}, passed)
+    return proposal.id
+
+
+# -- versions ---------------------------------------------------------------------------------------
+
+async def test_push_show_log_diff(registry: Registry, tmp_path: Path) -> None:
+    first = await registry.push(DEFAULT_PATH, author="alice", message="initial")
+    assert first.created and first.version == DEFAULT.version()
+    again = await registry.push(DEFAULT_PATH, author="carol", message="same content")
+    assert again.version == first.version and not again.created
+
+    edited = variant(1)
+    folder = dump(edited, tmp_path / "edited")
+    second = await registry.push(folder, author="alice", message="edit", parent=first.version[:8])
+    assert second.created and second.version == edited.version()
+
+    info, harness = await registry.show(second.version[:6])
+    assert info.parent == first.version and info.author == "alice" and info.message == "edit"
+    assert harness == edited
+    assert [v.version for v in await registry.log()] == [second.version, first.version]
+    text = await registry.diff(first.version, second.version)
+    assert "== harness" in text and "variant 1" in text
+    assert await registry.diff(first.version, first.version) == ""
+    with pytest.raises(NotFound):
+        await registry.info("ffffffff")
+    with pytest.raises(BadRequest):
+        await registry.info("ab")
+
+    # versions are immutable, also for someone with SQL access
+    with pytest.raises(asyncpg.RaiseError, match="immutable"):
+        await registry.pool.execute("UPDATE harness_versions SET message = 'x'")
+    actions = [e.action for e in await registry.audit()]
+    assert actions.count("push") == 3
+
+
+async def test_invalid_bundle_refused_nothing_stored(registry: Registry, tmp_path: Path) -> None:
+    bad = Path(shutil.copytree(DEFAULT_PATH, tmp_path / "bad"))
+    rules = yaml.safe_load((bad / "rules.yaml").read_text())
+    rules["max_discount_pct"] = 500
+    (bad / "rules.yaml").write_text(yaml.safe_dump(rules))
+    prompt = yaml.safe_load((bad / "prompt.yaml").read_text())
+    prompt["truncation_order"] = ["nowhere"]
+    (bad / "prompt.yaml").write_text(yaml.safe_dump(prompt))
+    with pytest.raises(HarnessError) as exc:
+        await registry.push(bad, author="alice", message="broken")
+    fields = {p.field for p in exc.value.problems}
+    assert {"max_discount_pct", "truncation_order"} <= fields
+    data = DEFAULT.canonical()
+    data["skills"] = []
+    with pytest.raises(HarnessError):
+        await registry.push(data, author="alice")
+    assert await registry.pool.fetchval("SELECT count(*) FROM harness_versions") == 0
+    assert await registry.log() == []
+
+
+# -- review workflow --------------------------------------------------------------------------------
+
+async def test_review_workflow_and_gates(registry: Registry) -> None:
+    v = (await registry.push(variant(1), author="alice", message="v1")).version
+    proposal = await registry.propose(v, author="alice", message="try this")
+    assert proposal.status == "proposed"
+    with pytest.raises(SelfReview):
+        await registry.review(proposal.id, reviewer="alice", decision="approve")
+    with pytest.raises(SelfReview):
+        await registry.review(proposal.id, reviewer=" ALICE ", decision="approve")
+    with pytest.raises(Refused, match="no approved review"):
+        await registry.activate(v, actor="ops")
+
+    p = await registry.review(proposal.id, reviewer="bob", decision="request_changes", comment="tighten")
+    assert p.status == "changes_requested"
+    p = await registry.review(proposal.id, reviewer="bob", decision="approve", comment="ok now")
+    assert p.status == "approved"
+    assert [r.decision for r in await registry.reviews(proposal.id)] == ["request_changes", "approve"]
+
+    # evaluation gate: none attached, then a failing one
+    with pytest.raises(Refused, match="no evaluation"):
+        await registry.activate(v, actor="ops")
+    await registry.attach_evaluation(v, {"accuracy": 80.1}, passed=False)
+    with pytest.raises(Refused, match="failed"):
+        await registry.activate(v, actor="ops")
+    with pytest.raises(BadRequest, match="reason"):
+        await registry.activate(v, actor="ops", force=True)
+    forced = await registry.activate(v, actor="ops", force=True, reason="hotfix for a live incident")
+    assert forced.forced and forced.version == v and forced.reason == "hotfix for a live incident"
+    assert (await registry.proposal(proposal.id)).status == "active"
+
+    # a clean path: approved and evaluated
+    v2 = (await registry.push(variant(2), author="carol", message="v2")).version
+    pid = await approve(registry, v2)
+    assert (await registry.proposal(pid)).status == "evaluated"
+    act = await registry.activate(v2, actor="ops")
+    assert not act.forced and act.previous_version == v
+    rejected = await registry.propose(v2, author="carol")
+    assert (await registry.review(rejected.id, reviewer="dave", decision="reject")).status == "rejected"
+    with pytest.raises(Refused, match="no longer be reviewed"):
+        await registry.review(rejected.id, reviewer="erin", decision="approve")
+
+    audit = await registry.audit()
+    actions = [e.action for e in reversed(audit)]
+    for expected in ("push", "propose", "review.refused", "review", "evaluate", "activate.refused", "activate"):
+        assert expected in actions
+    refused = next(e for e in reversed(audit) if e.action == "review.refused")
+    assert refused.actor == "alice" and "must not be the author" in refused.details["error"]
+    forced_row = next(e for e in audit if e.action == "activate" and e.version == v)
+    assert forced_row.details["forced"] and forced_row.details["reason"] == "hotfix for a live incident"
+
+
+async def test_evaluation_gate_can_be_switched_off(dsn: str) -> None:
+    reg = await Registry.connect(dsn, require_evaluation=False)
+    try:
+        v = (await reg.push(variant(1), author="alice")).version
+        await approve(reg, v, passed=None)
+        assert (await reg.activate(v, actor="ops")).forced is False
+    finally:
+        await reg.close()
+
+
+# -- activation and rollback ------------------------------------------------------------------------
+
+async def test_activate_rollback_targets_and_audit(registry: Registry) -> None:
+    versions = [(await registry.push(variant(i), author="alice", message=f"v{i}")).version for i in range(3)]
+    for v in versions:
+        await approve(registry, v)
+    for v in versions:
+        await registry.activate(v, actor="ops")
+    assert (await registry.active()).version == versions[2]  # type: ignore[union-attr]
+
+    back = await registry.rollback(actor="ops")
+    assert back.version == versions[1] and back.previous_version == versions[2] and back.action == "rollback"
+    back = await registry.rollback(actor="ops")
+    assert back.version == versions[0]
+    with pytest.raises(Refused, match="nothing to roll back to"):
+        await registry.rollback(actor="ops")
+    assert (await registry.proposals(version=versions[2]))[0].status == "rolled_back"
+
+    # per-room and per-arm targets
+    await registry.activate(versions[2], target="room:7", actor="ops")
+    await registry.activate(versions[1], target="arm:exp1/treatment", actor="ops")
+    assert await registry.active_all() == {"global": versions[0], "room:7": versions[2],
+                                           "arm:exp1/treatment": versions[1]}
+    cleared = await registry.rollback(target="room:7", actor="ops")
+    assert cleared.version is None
+    assert "room:7" not in await registry.active_all()
+    with pytest.raises(BadRequest):
+        await registry.activate(versions[0], target="planet:mars", actor="ops")
+    with pytest.raises(Refused, match="never activated"):
+        await registry.rollback(target="room:unknown", actor="ops")
+
+    # rollback to a version that never passed review: refused unless forced with a reason
+    unreviewed = (await registry.push(variant(9), author="mallory")).version
+    with pytest.raises(Refused, match="never passed review"):
+        await registry.rollback(actor="ops", to=unreviewed)
+    with pytest.raises(BadRequest):
+        await registry.rollback(actor="ops", to=unreviewed, force=True)
+    forced = await registry.rollback(actor="ops", to=unreviewed, force=True, reason="known-good build from staging")
+    assert forced.forced and forced.version == unreviewed
+    # rollback --to a reviewed version works without force
+    to = await registry.rollback(actor="ops", to=versions[2])
+    assert to.version == versions[2] and not to.forced
+
+    history = await registry.history()
+    assert [a.version for a in history][:3] == [versions[2], unreviewed, versions[0]]
+    audit = [e for e in await registry.audit(target="global") if e.action in ("activate", "rollback")]
+    assert len(audit) == len(history)
+    assert any(e.details.get("reason") == "known-good build from staging" for e in audit)
+
+
+async def test_concurrent_activations_are_serialised(registry: Registry) -> None:
+    versions = [(await registry.push(variant(i), author="alice")).version for i in range(4)]
+    for v in versions:
+        await approve(registry, v)
+    base = await registry.activate(versions[0], actor="ops")
+    # two concurrent activations of one target, then a wider burst
+    await asyncio.gather(registry.activate(versions[1], actor="ops-a"), registry.activate(versions[2], actor="ops-b"))
+    await asyncio.gather(*(registry.activate(versions[i % 4], actor=f"ops-{i}") for i in range(12)))
+    history = list(reversed(await registry.history(limit=100)))
+    assert history[0].id == base.id and len(history) == 15
+    # no lost update: each activation saw the one committed right before it as its previous version
+    for before, after in zip(history, history[1:], strict=False):
+        assert after.previous_version == before.version
+    assert (await registry.active()).version == history[-1].version  # type: ignore[union-attr]
+    # and the rollback stack follows the same order
+    back = await registry.rollback(actor="ops")
+    assert back.version == history[-2].version
+
+
+# -- CLI --------------------------------------------------------------------------------------------
+
+def test_cli_end_to_end(dsn: str, kafka_server: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LIVEHOST_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setenv("LIVEHOST_POSTGRES_DSN", dsn)
+    monkeypatch.setenv("LIVEHOST_KAFKA_BOOTSTRAP", kafka_server)
+    monkeypatch.setenv("COLUMNS", "200")
+    runner = CliRunner()
+
+    def run(*args: str, code: int = 0) -> str:
+        result = runner.invoke(app, list(args))
+        assert result.exit_code == code, f"{args}: {result.output}"
+        return result.output
+
+    v1 = DEFAULT.version()
+    assert v1 in run("push", str(DEFAULT_PATH), "--author", "alice", "-m", "initial")
+    assert "already stored" in run("push", str(DEFAULT_PATH), "--author", "alice")
+    edited = dump(variant(5), tmp_path / "edited")
+    v2 = variant(5).version()
+    assert v2 in run("push", str(edited), "--author", "alice", "-m", "shorter answers")
+    out = run("log")
+    assert v1 in out and v2 in out
+    out = run("show", v2[:8], "--out", str(tmp_path / "shown"))
+    assert "shorter answers" in out and load(tmp_path / "shown").version() == v2
+    assert "variant 5" in run("diff", v1, v2)
+    assert "variant 5" in run("diff", str(DEFAULT_PATH), v2)
+    assert "no differences" in run("diff", str(DEFAULT_PATH), v1)
+
+    out = run("propose", v2, "--author", "alice", "-m", "ship it")
+    pid = out.split("#", 1)[1].split()[0]
+    assert "must not be the author" in run("review", pid, "--reviewer", "alice", "--approve", code=1)
+    run("review", pid, "--reviewer", "bob", "--approve", "--reject", code=2)
+    assert "approved" in run("review", pid, "--reviewer", "bob", "--approve", "--comment", "fine")
+    assert "no evaluation" in run("activate", v2, "--actor", "ops", code=1)
+    result_file = tmp_path / "eval.json"
+    result_file.write_text(json.dumps({"accuracy": 92.5, "effectiveness": 92.7}))
+    run("attach-evaluation", v2, "--result", str(result_file), "--passed")
+    out = run("activate", v2, "--actor", "ops")
+    assert v2 in out and "not announced" not in out
+    assert "cleared" not in run("activate", v1, "--actor", "ops", "--target", "room:42", "--force",
+                                "--reason", "pin the old one for this room")
+    out = run("active")
+    assert "room:42" in out and "global" in out
+    assert "never passed review" in run("rollback", "--actor", "ops", "--to", v1, code=1)
+    out = run("rollback", "--actor", "ops", "--target", "room:42")
+    assert "cleared" in out
+    run("active", "--target", "room:42", code=3)
+    out = run("audit", "--limit", "100")
+    for action in ("push", "propose", "review", "review.refused", "evaluate", "activate", "rollback"):
+        assert action in out
+
+
+# -- hot reload -------------------------------------------------------------------------------------
+
+@pytest.fixture
+async def announced_registry(dsn: str, kafka_server: str) -> AsyncIterator[Registry]:
+    await ensure_events_topic(kafka_server)
+    publisher = KafkaHarnessPublisher(kafka_server)
+    await publisher.start()
+    reg = await Registry.connect(dsn, publisher=publisher)
+    try:
+        yield reg
+    finally:
+        await reg.close()
+        await publisher.stop()
+
+
+def _settings(bootstrap: str) -> Settings:
+    return Settings(kafka_bootstrap=bootstrap, kafka_fetch_max_wait_ms=10)
+
+
+async def test_hot_reload_two_replicas(announced_registry: Registry, kafka_server: str) -> None:
+    reg = announced_registry
+    v1, v2 = (await reg.push(variant(1), author="alice")).version, (await reg.push(variant(2), author="alice")).version
+    for v in (v1, v2):
+        await approve(reg, v)
+    await reg.activate(v1, actor="ops")
+    settings = _settings(kafka_server)
+    # poll fallback off (1 hour): the switch must come from the announcement
+    replicas = [RegistryHarnessProvider(reg, service=name, settings=settings, poll_interval_s=3600, fallback=DEFAULT)
+                for name in ("svc-a", "svc-b")]
+    for r in replicas:
+        await r.start()  # started after the activation: reads it from the registry
+    try:
+        assert [(await r.for_new_request("room1")).version() for r in replicas] == [v1, v1]
+        await asyncio.sleep(0.5)  # let the consumers reach the topic
+        pinned = (await replicas[0].for_new_request("room1")).version()  # an in-flight request
+
+        t0 = time.monotonic()
+        act = await reg.activate(v2, actor="ops")
+        assert act.announced
+        switched = await asyncio.gather(*(r.wait_for(lambda a: a.get("global") == v2, 2.0) for r in replicas))
+        elapsed = time.monotonic() - t0
+        assert all(switched), f"replicas did not switch within 2 s: {[r.active_versions() for r in replicas]}"
+        assert elapsed < 2.0
+        assert [(await r.for_new_request("room1")).version() for r in replicas] == [v2, v2]
+        # the in-flight request still gets the version it started with
+        assert (await replicas[0].get(pinned)).version() == v1 == pinned
+
+        # a room-specific activation, then its rollback (the room follows global again)
+        await reg.activate(v1, target="room:9", actor="ops")
+        assert all(await asyncio.gather(*(r.wait_for(lambda a: a.get("room:9") == v1, 2.0) for r in replicas)))
+        assert (await replicas[1].for_new_request("9")).version() == v1
+        assert (await replicas[1].for_new_request("10")).version() == v2
+        await reg.rollback(target="room:9", actor="ops")
+        assert all(await asyncio.gather(*(r.wait_for(lambda a: "room:9" not in a, 2.0) for r in replicas)))
+        assert (await replicas[1].for_new_request("9")).version() == v2
+
+        # a replica started later gets the current state and can still fetch old pinned versions
+        late = RegistryHarnessProvider(reg, service="svc-late", settings=None, poll_interval_s=0)
+        await late.start()
+        assert (await late.for_new_request("9")).version() == v2
+        assert (await late.get(v1)).version() == v1
+        with pytest.raises(KeyError):
+            await late.get("0123456789abcdef")
+        await late.stop()
+    finally:
+        for r in replicas:
+            await r.stop()
+
+
+async def test_failed_load_keeps_previous_version(announced_registry: Registry, kafka_server: str) -> None:
+    reg = announced_registry
+    good = (await reg.push(variant(1), author="alice")).version
+    await approve(reg, good)
+    await reg.activate(good, actor="ops")
+    # a stored version this service cannot load: its bundle fails validation (stored behind the
+    # registry's back, as a corrupted row or a bundle from a newer format would be)
+    broken = DEFAULT.canonical()
+    broken["skills"] = [dict(s, kind="strategy") for s in broken["skills"]]
+    bad_version = "badbadbadbad0001"
+    await reg.pool.execute(
+        "INSERT INTO harness_versions(version, name, bundle, author) VALUES ($1, 'broken', $2::jsonb, 'x')",
+        bad_version, json.dumps(broken))
+
+    provider = RegistryHarnessProvider(reg, service="svc-fail", settings=_settings(kafka_server), poll_interval_s=3600)
+    await provider.start()
+    try:
+        before = REGISTRY.get_sample_value("livehost_harness_load_failures_total", {"service": "svc-fail"}) or 0.0
+        await asyncio.sleep(0.5)
+        await reg.activate(bad_version, actor="ops", force=True, reason="testing a broken version")
+        deadline = time.monotonic() + 3
+        while bad_version not in provider.failed_versions() and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        assert bad_version in provider.failed_versions()
+        assert (await provider.for_new_request("r")).version() == good  # kept serving the previous one
+        after = REGISTRY.get_sample_value("livehost_harness_load_failures_total", {"service": "svc-fail"})
+        assert after == before + 1
+        status = {s.version: s for s in await reg.load_status()}
+        assert status[bad_version].ok is False and "no reply skill" in status[bad_version].error
+        assert status[bad_version].service == "svc-fail"
+        assert status[good].ok is True
+        assert any(e.action == "load_failed" for e in await reg.audit(version=bad_version))
+
+        # the next good activation is picked up as usual
+        fixed = (await reg.push(variant(2), author="alice")).version
+        await approve(reg, fixed)
+        await reg.activate(fixed, actor="ops")
+        assert await provider.wait_for(lambda a: a.get("global") == fixed, 2.0)
+    finally:
+        await provider.stop()
+
+
+async def test_poll_fallback_without_broker(registry: Registry) -> None:
+    v1, v2 = (await registry.push(variant(1), author="a")).version, (await registry.push(variant(2), author="a")).version
+    for v in (v1, v2):
+        await approve(registry, v)
+    await registry.activate(v1, actor="ops")
+    provider = RegistryHarnessProvider(registry, service="svc-poll", settings=None, poll_interval_s=0.2)
+    await provider.start()
+    try:
+        await registry.activate(v2, actor="ops")  # no publisher: nothing is announced
+        assert await provider.wait_for(lambda a: a.get("global") == v2, 2.0)
+    finally:
+        await provider.stop()

@@ -1,0 +1,167 @@
+import asyncio
+import json
+
+import pytest
+
+from livehost.policy.client import (
+    CircuitBreaker,
+    PolicyClient,
+    PolicyError,
+    PolicyUnavailable,
+    StreamOutput,
+    is_retryable,
+)
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class Unavailable(Exception):
+    def status(self) -> str:
+        return "StatusCode.UNAVAILABLE"
+
+
+class InvalidArgument(Exception):
+    def status(self) -> str:
+        return "StatusCode.INVALID_ARGUMENT"
+
+
+class FakeTransport:
+    def __init__(self, input_format: str = "prompt", failures: list[BaseException | None] | None = None,
+                 delay_s: float = 0.0):
+        self.input_format = input_format
+        self.failures = list(failures or [])
+        self.delay_s = delay_s
+        self.config_reads = 0
+        self.sent: list[tuple[str, str, dict]] = []
+        self.closed = False
+
+    async def model_parameters(self, model: str, timeout_s: float) -> dict[str, str]:
+        self.config_reads += 1
+        return {"input_format": self.input_format}
+
+    async def stream_generate(self, model: str, text_input: str, sampling_json: str, timeout_s: float):
+        self.sent.append((model, text_input, json.loads(sampling_json)))
+        if self.delay_s:
+            await asyncio.sleep(self.delay_s)
+        if self.failures:
+            exc = self.failures.pop(0)
+            if exc is not None:
+                raise exc
+        return StreamOutput('{"action": "no_reply", "reason": "x"}', "stop", 3)
+
+    async def close(self) -> None:
+        self.closed = True
+
+
+def client(transport: FakeTransport, **kw) -> PolicyClient:
+    kw.setdefault("backoff_initial_s", 0.001)
+    kw.setdefault("backoff_max_s", 0.002)
+    return PolicyClient("fake:1", "m", transport=transport, **kw)
+
+
+async def test_prompt_model_gets_prompt_and_config_is_read_once():
+    t = FakeTransport("prompt")
+    c = client(t)
+    for _ in range(3):
+        r = await c.generate("PROMPT", {"a": 1}, {"temperature": 0.2})
+    assert t.config_reads == 1
+    assert t.sent[0] == ("m", "PROMPT", {"temperature": 0.2})
+    assert r.attempts == 1 and r.chunks == 3 and r.finish_reason == "stop" and r.input_format == "prompt"
+
+
+async def test_context_json_model_gets_context():
+    t = FakeTransport("context_json")
+    r = await client(t).generate("PROMPT", {"a": 1}, None)
+    assert json.loads(t.sent[0][1]) == {"a": 1}
+    assert r.input_format == "context_json"
+
+
+async def test_unknown_input_format_is_an_error():
+    with pytest.raises(PolicyError):
+        await client(FakeTransport("pictures"), retries=0).generate("p", "{}", {})
+
+
+async def test_retries_on_unavailable_then_succeeds():
+    t = FakeTransport(failures=[Unavailable("down"), Unavailable("down")])
+    r = await client(t, retries=2).generate("p", "{}", {})
+    assert r.attempts == 3
+
+
+async def test_non_retryable_error_fails_at_once():
+    t = FakeTransport(failures=[InvalidArgument("bad")])
+    with pytest.raises(PolicyError) as err:
+        await client(t, retries=3).generate("p", "{}", {})
+    assert len(t.sent) == 1 and not err.value.retryable
+
+
+async def test_per_call_timeout_is_retried_then_fails():
+    t = FakeTransport(delay_s=0.2)
+    c = client(t, retries=1, timeout_s=0.02)
+    with pytest.raises(PolicyError) as err:
+        await c.generate("p", "{}", {})
+    assert len(t.sent) == 2 and err.value.retryable and "timeout" in str(err.value)
+
+
+async def test_breaker_opens_after_consecutive_failures_and_recovers():
+    clock = FakeClock()
+    t = FakeTransport(failures=[Unavailable("down")] * 4)
+    c = client(t, retries=0, breaker_threshold=2, breaker_cooldown_s=5.0, clock=clock)
+    for _ in range(2):
+        with pytest.raises(PolicyError):
+            await c.generate("p", "{}", {})
+    assert c.breaker.state == "open"
+    sent = len(t.sent)
+    with pytest.raises(PolicyUnavailable):
+        await c.generate("p", "{}", {})
+    assert len(t.sent) == sent  # no call while open
+    clock.now += 5.0
+    assert c.breaker.state == "half_open"
+    with pytest.raises(PolicyError):  # the trial call fails: open again
+        await c.generate("p", "{}", {})
+    assert c.breaker.state == "open"
+    clock.now += 5.0
+    t.failures = []
+    r = await c.generate("p", "{}", {})
+    assert r.attempts == 1 and c.breaker.state == "closed" and c.breaker.consecutive_failures == 0
+
+
+def test_breaker_half_open_lets_one_trial_through():
+    clock = FakeClock()
+    b = CircuitBreaker(1, 1.0, clock)
+    assert b.allow()
+    b.record_failure()
+    assert not b.allow() and b.retry_after_s() == pytest.approx(1.0)
+    clock.now += 1.0
+    assert b.allow() and not b.allow()
+    b.record_success()
+    assert b.state == "closed" and b.allow()
+
+
+def test_success_resets_the_failure_count():
+    b = CircuitBreaker(3, 1.0, FakeClock())
+    b.record_failure()
+    b.record_failure()
+    b.record_success()
+    b.record_failure()
+    assert b.state == "closed"
+
+
+def test_retryable_classification():
+    assert is_retryable(Unavailable("x"))
+    assert is_retryable(asyncio.TimeoutError())
+    assert is_retryable(Exception("[StatusCode.DEADLINE_EXCEEDED] Deadline Exceeded"))
+    assert not is_retryable(InvalidArgument("x"))
+    assert not is_retryable(ValueError("nope"))
+
+
+async def test_close_closes_transport():
+    t = FakeTransport()
+    async with client(t) as c:
+        await c.generate("p", "{}", {})
+    assert t.closed

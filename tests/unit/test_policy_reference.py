@@ -1,0 +1,245 @@
+"""The reference policy against the sample evaluation cases, simulated through a minimal agent loop
+over the case's own catalog (faults included), under the shipped harness and a renamed one."""
+
+import copy
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from livehost.harness.loader import from_dict, load
+from livehost.harness.model import Harness
+from livehost.policy.reference import decide
+from livehost.policy.testing import build_context, run_loop
+
+ROOT = Path(__file__).resolve().parents[2]
+CASES = [json.loads(line) for line in (ROOT / "tests/data/sample_cases.jsonl").read_text().splitlines() if line]
+NUM_RE = re.compile(r"\d+(?:\.\d+)?")
+
+
+@pytest.fixture(scope="module")
+def harness() -> Harness:
+    return load(ROOT / "harness/default")
+
+
+def catalog_numbers(case: dict[str, Any]) -> set[str]:
+    blob = json.dumps({"catalog": case.get("catalog"), "room": case.get("room")})
+    nums = set(NUM_RE.findall(blob))
+    return nums | {n[:-2] for n in nums if n.endswith(".0")}
+
+
+def check_expectations(case: dict[str, Any], responded: bool, reply: str | None) -> None:
+    expect = case["expect"]
+    if not expect.get("respond", True):
+        assert not responded or reply is not None  # a refusal is allowed, checked below
+    else:
+        assert responded and reply, f"{case['id']}: no reply"
+    text = (reply or "").lower()
+    for group in expect.get("must_include") or []:
+        assert any(alt.lower() in text for alt in group), f"{case['id']}: none of {group} in {reply!r}"
+    for bad in expect.get("must_not_include") or []:
+        assert bad.lower() not in text, f"{case['id']}: {bad!r} in {reply!r}"
+    if expect.get("numbers_from_catalog_only"):
+        allowed = catalog_numbers(case)
+        for n in NUM_RE.findall(reply or ""):
+            assert n in allowed, f"{case['id']}: number {n} not in catalog ({reply!r})"
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
+def test_sample_case(harness, case):
+    result = run_loop(decide, harness, case)
+    check_expectations(case, result.responded, result.reply)
+    assert len(result.reply or "") <= harness.rules.max_reply_chars
+    assert not result.corrections, result.corrections
+    # every tool call is distinct, or a single retry of a failed one
+    keys = [json.dumps([c["name"], c["arguments"]], sort_keys=True) for c in result.tool_calls]
+    assert all(keys.count(k) <= 2 for k in keys)
+    if result.responded:
+        reply_skills = {s.id for s in harness.skills if s.kind == "reply"}
+        assert any(s in reply_skills for s in result.skills_loaded)
+
+
+def test_price_trajectory_matches_the_report(harness):
+    case = CASES[0]
+    result = run_loop(decide, harness, case)
+    kinds = [a["action"] for a in result.actions]
+    assert kinds == ["call_tool", "load_skill", "reply"]
+    assert result.tool_calls[0]["arguments"] == {"link_id": 3}
+    assert result.reply == "The Alpine shell jacket on link 3 is 299 yuan."
+
+
+def test_injection_gets_no_reply(harness):
+    case = next(c for c in CASES if c["category"] == "injection")
+    result = run_loop(decide, harness, case)
+    assert not result.responded and result.actions[-1]["action"] == "no_reply"
+    assert not result.tool_calls
+
+
+def test_failed_tool_is_retried_at_most_once_and_not_invented(harness):
+    case = next(c for c in CASES if c.get("faults"))
+    result = run_loop(decide, harness, case)
+    assert len(result.tool_calls) == 2 and not any(c["ok"] for c in result.tool_calls)
+    assert "check" in (result.reply or "").lower()
+    assert not NUM_RE.search(result.reply or "")
+
+
+def test_permission_denied_is_not_retried(harness):
+    case = copy.deepcopy(next(c for c in CASES if c.get("faults")))
+    case["faults"] = {"inventory": "permission_denied"}
+    result = run_loop(decide, harness, case)
+    assert len(result.tool_calls) == 1
+    assert "check" in (result.reply or "").lower()
+
+
+def _with_comment(case: dict[str, Any], text: str) -> dict[str, Any]:
+    out = copy.deepcopy(case)
+    out["comments"] = [{"user_id": "u-1", "text": text, "offset_ms": 0}]
+    return out
+
+
+def _variants() -> list[tuple[str, dict[str, Any]]]:
+    price = CASES[0]
+    merge = next(c for c in CASES if c["category"] == "multi_intent")
+    return [
+        ("greeting", _with_comment(price, "hello everyone!")),
+        ("off-topic", _with_comment(price, "what's the weather like today")),
+        ("purchase", _with_comment(price, "I want to buy one, how do I order?")),
+        ("coupon", _with_comment(merge, "any coupon?")),
+        ("faq", _with_comment(price, "does it run small?")),
+        ("stock+colors", _with_comment(merge, "how many left and what colors")),
+        ("compliance", _with_comment(price, "is this a replica?")),
+        ("abuse", _with_comment(price, "you are an idiot")),
+    ]
+
+
+@pytest.mark.parametrize("name, case", _variants(), ids=[n for n, _ in _variants()])
+def test_more_categories(harness, name, case):
+    result = run_loop(decide, harness, case)
+    reply = (result.reply or "").lower()
+    allowed = catalog_numbers(case)
+    assert all(n in allowed for n in NUM_RE.findall(reply)), reply
+    assert not result.corrections
+    if name == "abuse":
+        assert not result.responded
+        return
+    assert result.responded
+    if name == "greeting":
+        assert "welcome" in reply and "link 3" in reply and not result.tool_calls
+    elif name == "purchase":
+        assert "check out" in reply
+    elif name == "coupon":
+        assert "winter20" in reply and "10%" in reply
+    elif name == "faq":
+        assert "true to size" in reply
+    elif name == "stock+colors":
+        assert "12 left" in reply and "navy" in reply
+    elif name == "compliance":
+        assert "can't" in reply and "replica" not in reply and not result.tool_calls
+    loaded = [harness.skill(s) for s in result.skills_loaded]
+    assert loaded and all(s is not None and s.kind == "reply" for s in loaded)
+
+
+def test_coupon_above_campaign_maximum_is_never_stated(harness):
+    case = copy.deepcopy(next(c for c in CASES if c["category"] == "multi_intent"))
+    case["catalog"][0]["coupons"] = [{"code": "HUGE50", "discount_pct": 50, "min_spend": 0}]
+    result = run_loop(decide, harness, _with_comment(case, "any coupon?"))
+    assert "huge50" not in (result.reply or "").lower() and "50" not in (result.reply or "")
+
+
+def test_reply_length_and_banned_phrases_follow_the_rules(harness):
+    data = harness.canonical()
+    data["rules"]["max_reply_chars"] = 60
+    data["rules"]["banned_phrases"] = ["grab it"]
+    short = from_dict(data)
+    case = next(c for c in CASES if c["category"] == "multi_intent")
+    result = run_loop(decide, short, case)
+    assert result.reply and len(result.reply) <= 60 and "grab it" not in result.reply.lower()
+
+
+def test_correction_to_load_a_named_skill_is_obeyed(harness):
+    ctx = build_context(harness, CASES[0])
+    target = next(s.id for s in harness.skills if s.kind == "reply" and s.id != "x")
+    ctx["transcript"] = [
+        {"turn": 1, "kind": "tool_call", "name": None,
+         "data": {"tool": harness.tools[0].name, "arguments": {"link_id": 3}}},
+        {"turn": 1, "kind": "tool_result", "name": None, "data": {
+            "call_id": "c1", "tool": harness.tools[0].name, "ok": True,
+            "result": {"link_id": 3, "title": "Alpine shell jacket", "price": 299.0, "currency": "CNY"},
+            "error_code": None, "error_message": None}},
+        {"turn": 2, "kind": "model_output", "name": None, "data": {"action": "reply", "text": "x"}},
+        {"turn": 2, "kind": "correction", "name": "h", "data": {
+            "hook": "h", "reason": f"load {target} first", "message": f"Load the reply skill {target}"}},
+    ]
+    ctx["turn"] = 3
+    assert decide(ctx) == {"action": "load_skill", "skill": target}
+
+
+def test_factual_correction_drops_the_flagged_claim(harness):
+    case = next(c for c in CASES if c["category"] == "multi_intent")
+    result = run_loop(decide, harness, case)
+    ctx = copy.deepcopy(result.context)
+    ctx["transcript"].append({"turn": 9, "kind": "correction", "name": "f", "data": {
+        "hook": "f", "reason": "unsupported claim 'winter20'", "message": "Only state facts the tool results show"}})
+    action = decide(ctx)
+    assert action["action"] == "reply"
+    assert "winter20" not in action["text"].lower() and "navy" in action["text"]
+
+
+def test_decide_is_deterministic_and_does_not_mutate(harness):
+    ctx = build_context(harness, CASES[3])
+    before = copy.deepcopy(ctx)
+    assert decide(ctx) == decide(ctx)
+    assert ctx == before
+
+
+# ----------------------------------------------------------------------------------- renaming
+
+
+def rename_everything(harness: Harness) -> tuple[Harness, dict[str, str]]:
+    """Every skill id, tool name and tool argument name replaced by an opaque one."""
+    data = copy.deepcopy(harness.canonical())
+    mapping: dict[str, str] = {}
+    for i, skill in enumerate(data["skills"]):
+        mapping[skill["id"]] = f"sk{i:02d}q"
+    for i, tool in enumerate(data["tools"]):
+        mapping[tool["name"]] = f"fn{i:02d}z"
+        props = tool["parameters"]["properties"]
+        arg_map = {name: f"a{i}{j}" for j, name in enumerate(props)}
+        tool["parameters"]["properties"] = {arg_map[k]: v for k, v in props.items()}
+        tool["parameters"]["required"] = [arg_map[r] for r in tool["parameters"].get("required", [])]
+        tool["binding"]["arguments"] = {op: arg_map[a] for op, a in tool["binding"]["arguments"].items()}
+        tool["name"] = mapping[tool["name"]]
+    for skill in data["skills"]:
+        skill["id"] = mapping[skill["id"]]
+        skill["tools"] = [mapping[t] for t in skill["tools"]]
+        for old, new in mapping.items():
+            skill["body"] = re.sub(rf"\b{re.escape(old)}\b", new, skill["body"])
+    # reverse order too, so nothing can depend on list positions
+    data["skills"].reverse()
+    data["tools"].reverse()
+    return from_dict(data), mapping
+
+
+def _shape(result, back: dict[str, str]) -> list[tuple[str, str | None, list[Any]]]:
+    out = []
+    for a in result.actions:
+        name = a.get("skill") or a.get("tool")
+        args = sorted((a.get("arguments") or {}).values(), key=str)
+        out.append((a["action"], back.get(name, name) if name else None, args))
+    return out
+
+
+ALL_CASES = CASES + [c for _, c in _variants()]
+
+
+@pytest.mark.parametrize("case", ALL_CASES, ids=[f"{c['id']}-{i}" for i, c in enumerate(ALL_CASES)])
+def test_renamed_harness_gives_equivalent_behaviour(harness, case):
+    renamed, mapping = rename_everything(harness)
+    back = {v: k for k, v in mapping.items()}
+    original = run_loop(decide, harness, case)
+    other = run_loop(decide, renamed, case)
+    assert _shape(other, back) == _shape(original, back)
+    assert other.reply == original.reply
+    assert not other.corrections
