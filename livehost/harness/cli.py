@@ -147,7 +147,7 @@ def show(version: str,
     console.print(f"  message {escape(info.message)}")
     _summary(harness)
     for p in proposals:
-        console.print(f"  proposal #{p.id} [{p.status}] by {escape(p.author)}: {escape(p.message)}")
+        console.print(f"  proposal #{p.id} {escape(f'[{p.status}]')} by {escape(p.author)}: {escape(p.message)}")
     for e in evaluations:
         console.print(f"  evaluation #{e.id} {'[green]passed[/]' if e.passed else '[red]failed[/]'} "
                       f"by {escape(e.actor)} at {_ts(e.created_at)}")

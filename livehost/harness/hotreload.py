@@ -98,7 +98,7 @@ class RegistryHarnessProvider:
     def __init__(self, registry: Registry, *, service: str, settings: Settings | None = None,
                  fallback: Harness | None = None, poll_interval_s: float = 5.0,
                  check: Callable[[Harness], None] | None = None, replica: str | None = None,
-                 cache_size: int = 64):
+                 cache_size: int = 64, close_registry: bool = False):
         self.registry = registry
         self.service = service
         self.settings = settings
@@ -114,6 +114,7 @@ class RegistryHarnessProvider:
         self._changed = asyncio.Condition()
         self._tasks: list[asyncio.Task[None]] = []
         self._started_ms = 0
+        self._close_registry = close_registry
         if fallback is not None:
             self._remember(fallback)
 
@@ -156,14 +157,22 @@ class RegistryHarnessProvider:
 
     async def wait_for(self, predicate: Callable[[dict[str, str]], bool], within_s: float) -> bool:
         """Wait until ``predicate(active_versions())`` holds (tests, readiness checks)."""
+        return await self.wait_until(lambda: predicate(self.active_versions()), within_s)
+
+    async def wait_until(self, condition: Callable[[], bool], within_s: float) -> bool:
+        """Wait until ``condition()`` holds; re-checked whenever this replica applies or refuses a version."""
         async def _wait() -> None:
             async with self._changed:
-                await self._changed.wait_for(lambda: predicate(self.active_versions()))
+                await self._changed.wait_for(condition)
         try:
             await asyncio.wait_for(_wait(), within_s)
             return True
         except TimeoutError:
             return False
+
+    async def _notify(self) -> None:
+        async with self._changed:
+            self._changed.notify_all()
 
     def _remember(self, harness: Harness) -> Harness:
         self._cache[harness.version()] = harness
@@ -201,6 +210,7 @@ class RegistryHarnessProvider:
             LOAD_FAILURES.labels(self.service).inc()
             log.error("service %s cannot load harness %s, keeping the previous one: %s", self.service, version, error)
             await self._report(version, False, error)
+            await self._notify()
             return None
         await self._report(version, True)
         return self._remember(harness)
@@ -224,8 +234,7 @@ class RegistryHarnessProvider:
                 del self._active[target]  # a cleared room/arm override: follow global again
                 changed = True
             if changed:
-                async with self._changed:
-                    self._changed.notify_all()
+                await self._notify()
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -244,6 +253,8 @@ class RegistryHarnessProvider:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         self._tasks.clear()
+        if self._close_registry:
+            await self.registry.close()
 
     async def __aenter__(self) -> RegistryHarnessProvider:
         await self.start()
@@ -295,3 +306,25 @@ class RegistryHarnessProvider:
             log.warning("ignoring undecodable harness event: %s", exc)
             return False
         return int(event["ts_ms"]) >= self._started_ms - 1000  # older ones: start-up read covered them
+
+
+async def start_registry_provider(settings: Settings, service: str, *, registry: Registry | None = None,
+                                  poll_interval_s: float | None = None,
+                                  check: Callable[[Harness], None] | None = None) -> RegistryHarnessProvider:
+    """Connect to the registry (unless given), start a provider that follows it, and return it.
+
+    The shipped folder ``settings.harness_path`` is the fallback while nothing was activated; a
+    service's own ``check`` can refuse a version (the previous one is kept)."""
+    from livehost.harness.loader import load
+    from livehost.harness.registry import load_harness_settings
+
+    hs = load_harness_settings()
+    owned = registry is None
+    if registry is None:
+        registry = await Registry.connect(settings.postgres_dsn, attempts=None, max_size=3)
+    fallback = load(settings.harness_path) if settings.harness_path else None
+    provider = RegistryHarnessProvider(
+        registry, service=service, settings=settings, fallback=fallback, check=check, close_registry=owned,
+        poll_interval_s=hs.harness_poll_interval_s if poll_interval_s is None else poll_interval_s)
+    await provider.start()
+    return provider

@@ -516,6 +516,12 @@ class Registry:
                                   "(use force with a reason to override)")
                 current = await self._lock_target(conn, target)
                 previous = current["version"] if current else None
+                if current is not None and previous == version:  # already active: nothing changes, nothing to announce
+                    same = await conn.fetchrow("SELECT * FROM harness_activations WHERE id = $1",
+                                               current["activation_id"])
+                    await self._audit(conn, actor, "activate", version=version, target=target, unchanged=True,
+                                      activation_id=same["id"])
+                    return _activation(same)
                 row = await self._set_target(conn, target, version, "activate", previous,
                                              current["activation_id"] if current else None, actor, bool(gaps),
                                              reason)

@@ -37,25 +37,23 @@ KIND_STAGES: dict[str, tuple[str, ...]] = {
     "retry_control": HOOK_STAGES,
 }
 
-# Parameters each hook kind understands: name -> (type, minimum for numbers or None).
-# Parameters named ``tools`` / ``skills`` (any kind) must name tools / skills of the bundle.
+# Parameters each hook kind understands (what livehost/hooks reads): name -> (type, minimum for
+# numbers or None). Others are reported as warnings (unused). Parameters named ``tools`` /
+# ``skills`` (any kind) must name tools / skills of the bundle.
 _INT, _BOOL, _STRS, _NUM = "int", "bool", "list[str]", "number"
 HOOK_PARAMS: dict[str, dict[str, tuple[str, float | None]]] = {
     "input_validation": {
         "max_chars": (_INT, 1), "min_chars": (_INT, 0), "abuse_terms": (_STRS, None),
-        "injection_patterns": (_STRS, None), "spam_repeat_chars": (_INT, 2),
-        "compliance_terms": (_STRS, None),
+        "injection_patterns": (_STRS, None), "spam_repeat_chars": (_INT, 0),
+        "compliance_terms": (_STRS, None), "block_links": (_BOOL, None),
     },
     "tool_arguments": {"tools": (_STRS, None)},
-    "skill_load_requirement": {"min_loaded": (_INT, 1), "kinds": (_STRS, None), "skills": (_STRS, None)},
+    "skill_load_requirement": {"skills": (_STRS, None)},
     "reply_format": {
-        "allowed_control_tokens": (_STRS, None), "max_chars": (_INT, 1), "min_chars": (_INT, 0),
-        "strip_reasoning": (_BOOL, None), "forbid_markdown": (_BOOL, None),
+        "allowed_control_tokens": (_STRS, None), "max_chars": (_INT, 1), "banned_phrases": (_STRS, None),
     },
-    "factual_risk": {
-        "check_numbers": (_BOOL, None), "check_claims": (_BOOL, None), "tolerance_pct": (_NUM, 0),
-    },
-    "retry_control": {"max_corrections": (_INT, 0), "max_identical_calls": (_INT, 1), "max_tool_calls": (_INT, 1)},
+    "factual_risk": {"check_numbers": (_BOOL, None), "check_claims": (_BOOL, None)},
+    "retry_control": {"max_corrections": (_INT, 0), "max_identical_calls": (_INT, 1)},
 }
 # Regular-expression parameters (must compile).
 REGEX_PARAMS = frozenset({"injection_patterns"})
@@ -339,10 +337,6 @@ class _Checker:
                         re.compile(pattern)
                     except re.error as exc:
                         self.err("hooks.yaml", f"{at}[{j}]", f"not a valid regular expression: {exc}")
-            if key == "kinds":
-                for name in _list(value):
-                    if name not in SKILL_KINDS:
-                        self.err("hooks.yaml", at, f"unknown skill kind {name!r}")
         lo, hi = params.get("min_chars"), params.get("max_chars")
         if _is_int(lo) and _is_int(hi) and lo > hi:
             self.err("hooks.yaml", f"{where}.params", f"min_chars ({lo}) is greater than max_chars ({hi})")

@@ -321,7 +321,7 @@ def parse_action(raw: str) -> ParsedAction:
     # fast path: exactly one clean object
     try:
         obj = json.loads(stripped)
-    except (json.JSONDecodeError, ValueError):
+    except (ValueError, RecursionError):
         obj = None
     if isinstance(obj, dict):
         return _normalise(obj)
@@ -335,11 +335,13 @@ def parse_action(raw: str) -> ParsedAction:
     parsed: Any = None
     try:
         parsed = json.loads(obj_text)
-    except (json.JSONDecodeError, ValueError):
+    except (ValueError, RecursionError):
         try:
             parsed = json.loads(_repair(obj_text))
-        except (json.JSONDecodeError, ValueError) as exc:
+        except json.JSONDecodeError as exc:
             return ParsedAction("invalid", error=f"the action is not valid JSON: {exc.msg} at char {exc.pos}")
+        except (ValueError, RecursionError) as exc:
+            return ParsedAction("invalid", error=f"the action is not valid JSON: {exc}")
     if not isinstance(parsed, dict):
         return ParsedAction("invalid", error="the action must be a JSON object")
     result = _normalise(parsed)

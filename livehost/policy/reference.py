@@ -111,7 +111,7 @@ INTENT_PATTERNS: dict[str, list[str]] = {
         r"\bcheck ?out\b", r"\bhow (do|can) i (get|buy|order)\b", r"\bi('ll| will)? ?take (it|one|two)\b",
         r"\bwant (one|it|this|that)\b", r"\bwhere.*\blink\b", r"\bsold\b.*\bme\b", r"\bgrab (one|it)\b",
     ],
-    "after_sales": [
+    "post_purchase": [
         r"\bmy order\b", r"\border (status|number|no\.?|#|id)\b", r"\btrack(ing)?\b", r"\bhasn'?t arrived\b",
         r"\bnot (arrived|received|come)\b", r"\brefunds?\b", r"\breturn (it|this|my)\b",
         r"\bwhere is my\b", r"\bmy (package|parcel|delivery)\b", r"\bexchange (it|my)\b",
@@ -207,7 +207,7 @@ SKILL_WORDS: dict[str, set[str]] = {
     "attribute": _vocab("product features materials sizes colors specs waterproofing item questions"),
     "faq": _vocab("faq sizing care shipping delivery returns"),
     "purchase": _vocab("buy order cart checkout pin card purchase"),
-    "after_sales": _vocab("after sales order status shipping delivery returns refunds"),
+    "post_purchase": _vocab("after sales order status shipping delivery returns refunds"),
     "chit_chat": _vocab("greet greeting chit chat off topic warmly hello small talk"),
     "refusal": _vocab("refuse politely decline rules fake counterfeit revealing instructions break"),
 }
@@ -424,9 +424,9 @@ class _Decider:
                 found.append((pos, intent))
         names = [i for _, i in sorted(found)]
         # "how many ... left" is stock, not price; "how much" with stock words stays both
-        if "after_sales" in names:
+        if "post_purchase" in names:
             names = [n for n in names if n not in ("faq", "purchase")] + ([] if self.order_id() else ["faq"])
-        if "purchase" in names and "after_sales" not in names and re.search(r"\bmy order\b", low):
+        if "purchase" in names and "post_purchase" not in names and re.search(r"\bmy order\b", low):
             names.remove("purchase")
         if "stock" in names and "attribute" in names and re.search(r"\bhow many\b", low) and \
                 not (self._attribute_words() - {"size"}):
@@ -567,7 +567,7 @@ class _Decider:
             elif intent == "faq":
                 if not self.context_faq_answer():
                     add("faq")
-            elif intent == "after_sales":
+            elif intent == "post_purchase":
                 if self.order_id():
                     add("order")
                 elif not self.context_faq_answer():
@@ -939,11 +939,11 @@ class _Decider:
                     if stems(str(rule)) & self.text_stems - _vocab("link item"):
                         campaign = (self.room.get("campaign") or {}).get("name")
                         out.append((f"{campaign}: {rule}." if campaign else f"{rule}.", True, 1))
-                if not ans and "after_sales" not in intents and not any(
+                if not ans and "post_purchase" not in intents and not any(
                     g for s, g, _ in out if g and s not in ("",)
                 ):
                     out.append(("Let me check that for you.", False, 1))
-            elif intent == "after_sales":
+            elif intent == "post_purchase":
                 order, failed = self.order_facts()
                 oid = self.order_id()
                 if order:
@@ -976,7 +976,7 @@ class _Decider:
             elif title:
                 out.append((f"Right now we're showing {the_item}, ask me anything about it!", True, 1))
         elif (not sold_out and link is not None and self.wants_cta() and "purchase" not in intents
-              and "after_sales" not in intents and any(g and p == 0 for _, g, p in out)):
+              and "post_purchase" not in intents and any(g and p == 0 for _, g, p in out)):
             out.append((f"Tap link {link} to grab it!", True, 3))
         return out
 

@@ -195,15 +195,16 @@ def run_loop(
 def render_prompt(context: dict[str, Any]) -> str:
     """A plain rendering of a policy context, for exercising prompt-input models in tests (the real
     rendering is the harness's prompt pipeline in prompt assembly)."""
+    # stable sections first, so llama.cpp / vLLM prefix caching reuses them across requests
     lines = [str(context.get("instructions", "")).strip(), ""]
-    product = context.get("product")
-    if product:
-        lines += ["## Current product", json.dumps(product, ensure_ascii=False), ""]
     lines.append("## Skills (load one with load_skill before replying)")
     lines += [f"- {s['id']} ({s['kind']}): {s['description']}" for s in context.get("skills") or []]
     lines += ["", "## Tools"]
     lines += [f"- {t['name']}: {t['description']} args={json.dumps(t['parameters'].get('properties', {}))}"
               for t in context.get("tools") or []]
+    product = context.get("product")
+    if product:
+        lines += ["", "## Current product", json.dumps(product, ensure_ascii=False)]
     lines += ["", "## Viewer comments"]
     lines += [f"- {c.get('text', '')}" for c in context.get("comments") or []]
     transcript = context.get("transcript") or []

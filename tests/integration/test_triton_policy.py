@@ -88,24 +88,29 @@ async def test_llm_model_streams_parseable_actions(triton_url, harness):
         valid = 0
         total = 0
         kinds: dict[str, int] = {}
+        known = 0
         for i in range(10):
             case = CASES[i % len(CASES)]
-            prompt = render_prompt(build_context(harness, case))
+            ctx = build_context(harness, case)
+            prompt = render_prompt(ctx)
             result = await client.generate(prompt, "{}", {"temperature": 0.7, "top_p": 0.95, "seed": i,
                                                           "max_tokens": 96})
             parsed = parse_action(result.text)  # must never raise
             total += 1
             valid += parsed.valid
             kinds[parsed.kind] = kinds.get(parsed.kind, 0) + 1
+            names = {s["id"] for s in ctx["skills"]} | {t["name"] for t in ctx["tools"]}
+            known += parsed.kind in ("reply", "no_reply") or (parsed.skill or parsed.tool) in names
             latencies.append(result.latency_ms)
             assert result.text and result.chunks > 1  # streamed in pieces
         print(f"\npolicy_llm: valid actions {valid}/{total} ({valid / total:.0%}), kinds {kinds}, "
+              f"naming a real skill/tool or replying {known}/{total}, "
               f"latency p50 {statistics.median(latencies):.0f} ms, max {max(latencies):.0f} ms")
 
 
 async def test_llm_sampling_is_reproducible_with_a_seed(triton_url, harness):
     prompt = render_prompt(build_context(harness, CASES[0]))
-    sampling = {"temperature": 0.8, "seed": 42, "max_tokens": 48}
+    sampling = {"temperature": 0.8, "seed": 42, "max_tokens": 48, "cache_prompt": False}
     async with PolicyClient(triton_url, "policy_llm", timeout_s=30.0) as client:
         a = await client.generate(prompt, "{}", sampling)
         b = await client.generate(prompt, "{}", sampling)

@@ -154,7 +154,7 @@ def test_success_resets_the_failure_count():
 
 def test_retryable_classification():
     assert is_retryable(Unavailable("x"))
-    assert is_retryable(asyncio.TimeoutError())
+    assert is_retryable(TimeoutError())
     assert is_retryable(Exception("[StatusCode.DEADLINE_EXCEEDED] Deadline Exceeded"))
     assert not is_retryable(InvalidArgument("x"))
     assert not is_retryable(ValueError("nope"))

