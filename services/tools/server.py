@@ -65,7 +65,7 @@ def build(settings: Settings | None = None) -> ServiceRuntime:
         pool: asyncpg.Pool = await connect_pool(settings.postgres_dsn)
         await migrate(pool)
         holder["pool"] = pool
-        holder["harnesses"] = await provider_for(settings)
+        holder["harnesses"] = await provider_for(settings, "tools")
         holder["handler"] = ToolsHandler(holder["harnesses"], ToolExecutor(CommerceStore(pool)))
 
     async def close() -> None:

@@ -52,6 +52,10 @@ def create_app(settings: Settings | None = None) -> faust.App:
                 log.warning("PostgreSQL write failed (%s); retrying in %.1fs", exc, delay)
                 await asyncio.sleep(delay)
 
+    @app.task
+    async def warm_up() -> None:
+        await store()
+
     @app.agent(topics[REPLIES.name])
     async def record(stream: Any) -> None:
         async for event in stream.events():

@@ -54,7 +54,8 @@ def system(tmp_path_factory: pytest.TempPathFactory) -> Iterator[System]:
                "LIVEHOST_TRITON_URL": triton_url, "LIVEHOST_STATE_DIR": str(root / "state"),
                "LIVEHOST_VOICE_ENGINE": "espeak", "LIVEHOST_INGEST_GRPC_PORT": "0",
                "LIVEHOST_PROMPT_GRPC_PORT": "0", "LIVEHOST_POLICY_GRPC_PORT": "0",
-               "LIVEHOST_TOOLS_GRPC_PORT": "0", "LIVEHOST_VOICE_GRPC_PORT": "0"}
+               "LIVEHOST_TOOLS_GRPC_PORT": "0", "LIVEHOST_VOICE_GRPC_PORT": "0",
+               "LIVEHOST_HARNESS_GRPC_PORT": "0"}
         settings = Settings(**{k.removeprefix("LIVEHOST_").lower(): v for k, v in env.items()
                                if k != "LIVEHOST_STATE_DIR"})
         asyncio.run(_prepare(settings))
