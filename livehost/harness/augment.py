@@ -80,7 +80,8 @@ def rename_everything(harness: Harness, seed: int = 0, *, reword: bool = True, r
             tool["parameters"]["properties"] = dict(items)
             if "required" in tool["parameters"]:
                 tool["parameters"]["required"] = [mapping[r] for r in tool["parameters"]["required"]]
-            tool["binding"]["arguments"] = {op: mapping.get(arg, arg) for op, arg in tool["binding"]["arguments"].items()}
+            binding = tool["binding"]["arguments"]
+            tool["binding"]["arguments"] = {op: mapping.get(arg, arg) for op, arg in binding.items()}
     for hook in data["hooks"]:
         hook["id"] = ren.hooks[hook["id"]]
     for section in data["prompt"]["sections"]:

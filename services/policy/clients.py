@@ -6,9 +6,9 @@ import asyncio
 import logging
 
 import tritonclient.grpc.aio as triton_aio
-from livehost.policy.client import PolicyClient, PolicyUnavailable
 
 from livehost.config import Settings
+from livehost.policy.client import PolicyClient, PolicyUnavailable
 from livehost.retry import backoff_delays
 
 log = logging.getLogger(__name__)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any, Protocol
 
 from livehost.agent import state as st
@@ -27,7 +28,7 @@ def action_record(state: dict[str, Any], parsed: Any, raw: str, model: str) -> d
 
 
 class PolicyHandler:
-    def __init__(self, generators: dict[str, Generator], default_model: str,
+    def __init__(self, generators: Mapping[str, Generator], default_model: str,
                  unavailable: tuple[type[BaseException], ...] = (Unavailable,)):
         self._generators = generators
         self._default = default_model
