@@ -15,7 +15,7 @@ import faust
 from faust.transport.drivers import aiokafka as faust_aiokafka
 
 from livehost import codec
-from livehost.config import Settings
+from livehost.config import Settings, state_dir
 from livehost.kafka import now_ms
 from livehost.topics import DEAD_LETTER, Topic
 
@@ -51,6 +51,7 @@ def make_app(app_id: str, settings: Settings, **overrides: Any) -> faust.App:
         # A changelog table recovered one record short on Tansu unless batches hold one record.
         producer_max_batch_size=1,
         web_enabled=False,
+        datadir=str(state_dir() / "faust"),  # not the current directory
         topic_allow_declare=False,  # topics are declared once (livehost.topics) and created at start-up
         topic_disable_leader=True,
         table_cleanup_interval=30.0,
