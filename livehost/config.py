@@ -61,6 +61,9 @@ class Settings(BaseSettings):
     kafka_session_timeout_ms: int = 6000
     kafka_heartbeat_interval_ms: int = 1000
     kafka_client_id: str = "livehost"
+    # Idempotent producers: on for real Apache Kafka (compose, Helm); Tansu does not support them.
+    kafka_enable_idempotence: bool = False
+    kafka_replication_factor: int = 1
 
     # Ingest limits.
     max_comment_chars: int = 500

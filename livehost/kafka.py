@@ -61,7 +61,7 @@ async def ensure_topics(settings: Settings, topics: Iterable[Topic] = ALL_TOPICS
         created = []
         for topic in missing:
             try:
-                await admin.create_topics([NewTopic(topic.name, topic.partitions, 1)])
+                await admin.create_topics([NewTopic(topic.name, topic.partitions, settings.kafka_replication_factor)])
                 created.append(topic.name)
             except TopicAlreadyExistsError:
                 pass  # another service created it concurrently
@@ -84,6 +84,7 @@ class Producer:
                 client_id=self._settings.kafka_client_id,
                 acks="all",
                 linger_ms=1,
+                enable_idempotence=self._settings.kafka_enable_idempotence,
             )
             try:
                 await producer.start()

@@ -1,7 +1,7 @@
 """Triton python-backend model: the deterministic reference policy (livehost.policy.reference).
 
 Contract of Triton's vLLM backend (decoupled): text_input (here: the context JSON) ->
-text_output (one action JSON object) + finish_reason.
+text_output (one action JSON object, or ReAct text for a "mode": "react" context) + finish_reason.
 """
 
 import json
@@ -19,7 +19,7 @@ for _parent in Path(__file__).resolve().parents:
             sys.path.insert(0, str(_parent))
         break
 
-from livehost.policy.reference import decide  # noqa: E402
+from livehost.policy.reference import respond  # noqa: E402
 
 
 def _scalar(request, name, default=None):  # type: ignore[no-untyped-def]
@@ -53,8 +53,8 @@ class TritonPythonModel:
                 context = json.loads(raw)
                 if not isinstance(context, dict):
                     raise ValueError("text_input must be a JSON object (the policy context)")
-                action = decide(context)
-                sender.send(_response(json.dumps(action, ensure_ascii=False), "stop"), flags=final)
+                # one JSON action; ReAct text for a "mode": "react" context (the ReAct baseline)
+                sender.send(_response(respond(context), "stop"), flags=final)
             except Exception as exc:  # noqa: BLE001 - reported to the client as a Triton error
                 sender.send(
                     pb_utils.InferenceResponse(error=pb_utils.TritonError(f"policy_reference: {exc}")),
