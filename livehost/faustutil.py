@@ -41,6 +41,8 @@ def _patch_fetch_wait(fetch_max_wait_ms: int) -> None:
 
 def make_app(app_id: str, settings: Settings, **overrides: Any) -> faust.App:
     _patch_fetch_wait(max(settings.kafka_fetch_max_wait_ms, 10))
+    datadir = state_dir() / "faust"
+    datadir.mkdir(parents=True, exist_ok=True)
     conf: dict[str, Any] = dict(
         broker=f"kafka://{settings.kafka_bootstrap}",
         store="memory://",
@@ -51,7 +53,7 @@ def make_app(app_id: str, settings: Settings, **overrides: Any) -> faust.App:
         # A changelog table recovered one record short on Tansu unless batches hold one record.
         producer_max_batch_size=1,
         web_enabled=False,
-        datadir=str(state_dir() / "faust"),  # not the current directory
+        datadir=str(datadir),  # not the current directory
         topic_allow_declare=False,  # topics are declared once (livehost.topics) and created at start-up
         topic_disable_leader=True,
         table_cleanup_interval=30.0,
