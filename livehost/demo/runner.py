@@ -39,6 +39,7 @@ class SessionReport:
     outcomes: dict[str, Outcome] = field(default_factory=dict)
     sent_comments: dict[str, float] = field(default_factory=dict)  # event id -> sent at (ms)
     missing: list[str] = field(default_factory=list)
+    segments: list[dict[str, Any]] = field(default_factory=list)  # every avatar segment, cancels included
 
 
 def _steps(reply: dict[str, Any], *kinds: str) -> list[dict[str, Any]]:
@@ -131,7 +132,10 @@ async def play(settings: Settings, ingest_target: str, rooms: list[dict[str, Any
                 for rec in records:
                     if rec.topic == AVATAR_SEGMENTS.name:
                         seg = codec.decode(AVATAR_SEGMENTS.schema, rec.value)
-                        if seg["ts_ms"] < started_ms or seg["cancel"]:
+                        if seg["ts_ms"] < started_ms:
+                            continue
+                        report.segments.append(seg)
+                        if seg["cancel"]:
                             continue
                         rid = seg["request_id"]
                         seg_count[rid] = seg_count.get(rid, 0) + 1

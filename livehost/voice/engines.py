@@ -74,6 +74,9 @@ class PiperEngine:
         self._config_path = config_path
         self._voice: Any = None
         self._lock = threading.Lock()
+        # piper phonemizes through its own espeak-ng bridge (process-global state): one synthesis at
+        # a time per process, whichever thread asks.
+        self._synth_lock = threading.Lock()
         self.load_seconds: float | None = None
 
     @property
@@ -125,7 +128,8 @@ class PiperEngine:
         phonemes: list[PhonemeTiming] = []
         offset = 0
         try:
-            chunks = list(voice.synthesize(text, syn_config=syn, include_alignments=True))
+            with self._synth_lock:
+                chunks = list(voice.synthesize(text, syn_config=syn, include_alignments=True))
         except Exception as exc:
             raise EngineError(f"piper synthesis failed: {exc}") from exc
         for chunk in chunks:
@@ -331,8 +335,13 @@ def default_fallback(name: str) -> str:
     return "espeak" if name != "espeak" else "piper"
 
 
-def warm_up(*names: str) -> dict[str, float]:
-    """Load the named engines now (service start-up); returns seconds per engine."""
+def warm_up(*names: str, synthesize: bool = False) -> dict[str, float]:
+    """Load the named engines now (service start-up); returns seconds per engine.
+
+    With ``synthesize`` a short phrase is also spoken, so the first real request does not pay for
+    the inference runtime's first-call set-up. Raises :class:`EngineError` (or ``ValueError`` for
+    an unknown name) when an engine cannot load.
+    """
     import time
 
     out: dict[str, float] = {}
@@ -342,5 +351,7 @@ def warm_up(*names: str) -> dict[str, float]:
         load = getattr(eng, "load", None)
         if callable(load):
             load()
+        if synthesize:
+            eng.synthesize("Hello.")
         out[n] = time.perf_counter() - t0
     return out

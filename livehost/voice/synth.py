@@ -13,7 +13,9 @@ tokens, not engine padding, decide the gaps.
 If the selected engine fails (load or synthesis), the chunk is retried with the fallback engine
 and the rest of the reply stays on the fallback (no voice flip-flopping); a warning records it.
 If every engine fails, the chunk becomes a text-only segment (``engine="text"``, no audio,
-estimated duration) so the avatar can still show subtitles.
+estimated duration) so the avatar can still show subtitles. Each failure is also recorded as an
+:class:`EngineFailure` in ``result.engine_failures`` (for metrics). ``engine="text"`` asks for
+text-only segments on purpose (no audio, no fallback, no warning).
 
 Streaming: :class:`ReplyStream` plans the chunks up front (``skipped_reason`` / ``warnings``
 known before any audio) and synthesizes lazily while iterated, so the first segment can be
@@ -52,6 +54,7 @@ SILENCE_THRESHOLD = 200  # int16 amplitude treated as silence when trimming engi
 KEEP_LEADING_S = 0.03
 KEEP_TRAILING_S = 0.12
 TEXT_ONLY_CHARS_PER_S = 14.0  # duration estimate for text-only segments
+TEXT_ENGINE = "text"  # engine name for subtitles only (no audio)
 
 CancelSignal = threading.Event | Callable[[], bool] | None
 EngineSpec = str | TTSEngine
@@ -67,6 +70,16 @@ class SegmentStats:
 
 
 @dataclass
+class EngineFailure:
+    """One engine failure during a reply: which engine, the error, and the engine tried next."""
+
+    engine: str
+    error: str
+    next_engine: str | None
+    seq: int
+
+
+@dataclass
 class SynthesisResult:
     segments: list[dict[str, Any]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
@@ -75,6 +88,7 @@ class SynthesisResult:
     fallback_used: bool = False
     cancelled: bool = False
     stats: list[SegmentStats] = field(default_factory=list)
+    engine_failures: list[EngineFailure] = field(default_factory=list)
 
     @property
     def engine_used(self) -> str | None:
@@ -224,7 +238,9 @@ class ReplyStream:
         )
         self.result = SynthesisResult(warnings=list(self.plan.warnings), skipped_reason=self.plan.skipped_reason)
         self._chain: list[EngineSpec] = [engine]
-        if fallback == "auto":
+        if isinstance(engine, str) and engine.strip().lower() == TEXT_ENGINE:
+            self._chain = []  # subtitles only: text-only segments, no audio, no fallback
+        elif fallback == "auto":
             if isinstance(engine, str):
                 self._chain.append(default_fallback(engine))
             else:
@@ -276,7 +292,7 @@ class ReplyStream:
             self._cancelled.set()
         return self._cancelled.is_set()
 
-    def _synthesize_chunk(self, chunk: Chunk) -> tuple[Audio | None, str]:
+    def _synthesize_chunk(self, chunk: Chunk, seq: int = 0) -> tuple[Audio | None, str]:
         while self._active < len(self._chain):
             spec = self._chain[self._active]
             name = spec if isinstance(spec, str) else getattr(spec, "name", type(spec).__name__)
@@ -290,6 +306,8 @@ class ReplyStream:
                 msg = f"TTS engine {name!r} failed: {type(exc).__name__}: {exc}"
                 msg += f"; falling back to {nxt_name!r}" if nxt_name else "; no engine left, text-only segment"
                 self.result.warnings.append(msg)
+                self.result.engine_failures.append(
+                    EngineFailure(str(name), f"{type(exc).__name__}: {exc}", nxt_name, seq))
                 if nxt_name:
                     self.result.fallback_used = True
         return None, "text"
@@ -307,7 +325,7 @@ class ReplyStream:
                 res.warnings.append(f"cancelled after {seq} of {n} segments")
                 return
             t_start = time.perf_counter()
-            audio, engine_name = self._synthesize_chunk(chunk)
+            audio, engine_name = self._synthesize_chunk(chunk, seq)
             if audio is not None:
                 path = self.out_dir / f"{_safe_name(self.request_id)}_{seq:03d}.wav"
                 write_wav(path, audio)

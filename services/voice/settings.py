@@ -1,5 +1,7 @@
 """Settings of the voice service: the shared settings (livehost.config) plus what is its own."""
 
+import os
+
 from livehost.config import Settings
 
 GROUP_ID = "livehost-voice"
@@ -7,3 +9,15 @@ GROUP_ID = "livehost-voice"
 
 def grpc_port(s: Settings) -> int:
     return s.voice_grpc_port
+
+
+def synth_workers() -> int:
+    """Synthesis threads (``LIVEHOST_VOICE_SYNTH_WORKERS``, default 1).
+
+    One thread is enough for fairness: rooms interleave chunk by chunk, and piper already uses every
+    core inside one inference (and serialises its phonemizer). More threads help with espeak.
+    """
+    try:
+        return max(1, int(os.environ.get("LIVEHOST_VOICE_SYNTH_WORKERS", "1")))
+    except ValueError:
+        return 1
