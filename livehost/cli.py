@@ -69,6 +69,15 @@ def _mount_optional() -> None:
     from livehost.preview.cli import app as preview_app
 
     app.add_typer(preview_app, name="preview")
+    from livehost.eval.cli import app as eval_app
+    from livehost.eval.gate_cli import app as gate_app
+    from livehost.experiments.cli import app as experiment_app
+    from livehost.sim.cli import app as sim_app
+
+    harness_app.add_typer(gate_app)  # adds `harness evaluate` and `harness propose-fixes`
+    app.add_typer(eval_app, name="eval", help="Run, judge, calibrate, report, pairwise, distributions.")
+    app.add_typer(experiment_app, name="experiment", help="Online A/B experiments.")
+    app.add_typer(sim_app, name="sim", help="Live-room simulator.")
 
 
 _mount_optional()

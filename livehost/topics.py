@@ -41,9 +41,13 @@ DEAD_LETTER = Topic("livehost.deadletter", "source", 1, "livehost.DeadLetter",
 HARNESS_EVENTS = Topic("harness.events", "target", 1, "livehost.HarnessEvent",
                        "Harness activations and rollbacks; every replica hot-reloads on them.")
 
+OUTCOMES = Topic("commerce.outcomes", "user_id", 4, "livehost.OutcomeEvent",
+                 "Item-page views and confirmed orders (with amount) from the commerce side; "
+                 "experiments join them to exposures.")
+
 ALL_TOPICS: tuple[Topic, ...] = (
     ROOM_EVENTS, REQUESTS, PROMPTS, ACTIONS, TOOL_CALLS, TOOL_RESULTS, REPLIES,
-    AVATAR_SEGMENTS, TRAJECTORIES, DEAD_LETTER, HARNESS_EVENTS,
+    AVATAR_SEGMENTS, TRAJECTORIES, DEAD_LETTER, HARNESS_EVENTS, OUTCOMES,
 )
 
 
