@@ -78,6 +78,10 @@ def _mount_optional() -> None:
     app.add_typer(eval_app, name="eval", help="Run, judge, calibrate, report, pairwise, distributions.")
     app.add_typer(experiment_app, name="experiment", help="Online A/B experiments.")
     app.add_typer(sim_app, name="sim", help="Live-room simulator.")
+    from livehost.training.cli import augment_app, trajectories_app
+
+    app.add_typer(trajectories_app, name="trajectories", help="Export recorded trajectories for training.")
+    app.add_typer(augment_app, name="augment", help="Harness-State Augmentation: variants and rewritten trajectories.")
 
 
 _mount_optional()

@@ -72,15 +72,23 @@ def _tool_arguments(hook: Hook, harness: Harness, state: dict[str, Any], action:
 
 
 def _retry_control(hook: Hook, harness: Harness, state: dict[str, Any], action: dict[str, Any]) -> str | None:
-    max_corrections = int(hook.params.get("max_corrections", 3))
-    if st.corrections(state) >= max_corrections:
-        return f"{st.corrections(state)} corrections already (budget {max_corrections})"
+    """Loop detection: the same tool call with the same arguments repeated. (The correction budget
+    of the request is applied in ``check_action``: it only matters when another hook fails.)"""
     if action["kind"] == "call_tool":
         signature = json.dumps([action.get("tool"), action.get("arguments")], sort_keys=True)
         same = sum(1 for s in st.steps(state, "tool_call")
                    if json.dumps([s["data"].get("tool"), s["data"].get("arguments")], sort_keys=True) == signature)
         if same >= int(hook.params.get("max_identical_calls", 2)):
             return f"identical call to {action.get('tool')} repeated {same} times (loop)"
+    return None
+
+
+def budget_spent(hook: Hook, state: dict[str, Any]) -> str | None:
+    """The retry_control budget: corrections of this request across all hooks."""
+    max_corrections = int(hook.params.get("max_corrections", 3))
+    done = st.corrections(state)
+    if done >= max_corrections:
+        return f"{done} corrections already (budget {max_corrections})"
     return None
 
 
@@ -154,8 +162,19 @@ STAGES_FOR_ACTION = {
 }
 
 
+def hook_corrections(state: dict[str, Any], hook_id: str) -> int:
+    """Corrections this hook already asked for in this request (its own retry budget; the overall
+    budget across hooks is the retry_control hook's)."""
+    return sum(1 for s in state["steps"] if s["kind"] == "correction" and s.get("name") == hook_id)
+
+
 def check_action(harness: Harness, state: dict[str, Any], action: dict[str, Any]) -> list[Verdict]:
-    """Run the harness's step hooks on an action; returns every verdict, in hook order."""
+    """Run the harness's step hooks on an action; returns every verdict, in hook order.
+
+    A failing hook whose failure policy is ``correct`` becomes ``reject`` when its own retry budget
+    is spent, or when a retry_control hook's budget of corrections for the whole request is spent
+    (the request then ends in the fallback instead of another retry).
+    """
     stages = set(STAGES_FOR_ACTION.get(action["kind"], ()))
     verdicts: list[Verdict] = []
     for hook in harness.hooks:
@@ -170,9 +189,27 @@ def check_action(harness: Harness, state: dict[str, Any], action: dict[str, Any]
             continue
         action_on_fail = hook.on_fail.action
         verdict: VerdictKind = "correct" if action_on_fail == "correct" else "reject"
-        if verdict == "correct" and st.corrections(state) >= hook.retry_budget:
+        if verdict == "correct" and hook_corrections(state, hook.id) >= hook.retry_budget:
             verdict = "reject"
             reason = f"{reason} (retry budget {hook.retry_budget} spent)"
-        message = hook.on_fail.message.replace("{reason}", reason) if hook.on_fail.message else reason
-        verdicts.append(Verdict(hook.id, hook.kind, verdict, reason, message))
-    return verdicts
+        verdicts.append(Verdict(hook.id, hook.kind, verdict, reason, _message(hook, reason)))
+    if not any(v.verdict == "correct" for v in verdicts):
+        return verdicts
+    for i, v in enumerate(verdicts):
+        hook = next(h for h in harness.hooks if h.id == v.hook)
+        if v.kind != "retry_control" or v.failed:
+            continue
+        spent = budget_spent(hook, state)
+        if spent is not None:
+            verdicts[i] = Verdict(hook.id, hook.kind, "reject", spent, _message(hook, spent))
+            break
+    else:
+        return verdicts
+    # The budget is spent: every correction becomes a rejection, the retry_control verdict first.
+    first = verdicts.pop(i)
+    return [first, *(Verdict(v.hook, v.kind, "reject", f"{v.reason} (correction budget spent)", v.message)
+                     if v.verdict == "correct" else v for v in verdicts)]
+
+
+def _message(hook: Hook, reason: str) -> str:
+    return hook.on_fail.message.replace("{reason}", reason) if hook.on_fail.message else reason

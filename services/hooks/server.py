@@ -1,9 +1,18 @@
-"""The hooks processor as a Faust app: room events and policy actions in, requests/tool calls/replies out."""
+"""The hooks processor as a Faust app: room events and policy actions in, requests/tool calls/replies out.
+
+``build`` wires the app and returns its parts (agents, a callable merge-window flush, the handler),
+so unit tests can drive it with ``agent.test_context()``: every agent yields, per input event, the
+list of records it emitted (``{"topic", "key", "record"}``), which the test wrapper collects in
+``results``. Records leave through a *sender* — Faust topic sends in production, any recorder in a
+test — and source events are acknowledged only after their records were sent.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Awaitable, Callable, MutableMapping
+from dataclasses import dataclass
 from typing import Any
 
 import faust
@@ -11,14 +20,40 @@ import faust
 from livehost import codec
 from livehost.config import Settings, load_settings
 from livehost.faustutil import dead_letter, faust_topic, make_app, send
+from livehost.harness.provider import HarnessProvider
 from livehost.harness.runtime import provider_for
 from livehost.kafka import ensure_topics, now_ms, wait_for_broker
-from livehost.topics import ACTIONS, DEAD_LETTER, REPLIES, REQUESTS, ROOM_EVENTS, TOOL_CALLS
+from livehost.topics import ACTIONS, DEAD_LETTER, REPLIES, REQUESTS, ROOM_EVENTS, TOOL_CALLS, Topic
 from services.hooks import settings as hooks_settings
 from services.hooks.handlers import Handled, HooksHandler
 
+Sender = Callable[[Topic, str, dict[str, Any]], Awaitable[None]]
+ProviderFactory = Callable[[Settings], Awaitable[HarnessProvider]]
+Clock = Callable[[], int]
 
-def create_app(settings: Settings | None = None) -> faust.App:
+
+@dataclass
+class HooksApp:
+    """The Faust app and the parts a test drives directly."""
+
+    app: faust.App
+    room_events: Any  # faust agent
+    actions: Any  # faust agent
+    flush: Callable[[], Awaitable[list[dict[str, Any]]]]  # close due merge windows now; returns what it sent
+    handler: Callable[[], Awaitable[HooksHandler]]
+    rooms: MutableMapping[str, Any]
+
+
+def _emitted(done: Handled) -> list[dict[str, Any]]:
+    return [{"topic": e.topic.name, "key": e.key, "record": e.record} for e in done.emits]
+
+
+async def _registry_provider(settings: Settings) -> HarnessProvider:
+    return await provider_for(settings, "hooks")
+
+
+def build(settings: Settings | None = None, *, sender: Sender | None = None,
+          provider_factory: ProviderFactory | None = None, clock: Clock = now_ms) -> HooksApp:
     settings = settings or load_settings()
     app = make_app(hooks_settings.APP_ID, settings)
     topics = {t.name: faust_topic(app, t) for t in (ROOM_EVENTS, ACTIONS, REQUESTS, TOOL_CALLS, REPLIES, DEAD_LETTER)}
@@ -26,58 +61,85 @@ def create_app(settings: Settings | None = None) -> faust.App:
                       key_type=str, value_type=str)
     holder: dict[str, HooksHandler] = {}
     lock = asyncio.Lock()
+    make_provider = provider_factory or _registry_provider
+
+    async def faust_send(topic: Topic, key: str, record: dict[str, Any]) -> None:
+        await send(topics[topic.name], topic, key, record)
+
+    out: Sender = sender if sender is not None else faust_send
 
     async def handler() -> HooksHandler:
         async with lock:
             if "h" not in holder:
-                holder["h"] = HooksHandler(settings, await provider_for(settings, "hooks"), rooms)
+                holder["h"] = HooksHandler(settings, await make_provider(settings), rooms)
         return holder["h"]
 
-    async def emit(done: Handled) -> None:
+    async def emit(done: Handled) -> list[dict[str, Any]]:
         for e in done.emits:
-            await send(topics[e.topic.name], e.topic, e.key, e.record)
+            await out(e.topic, e.key, e.record)
         for token in done.tokens:
             token.ack()
+        return _emitted(done)
+
+    async def to_dead_letter(source: Topic, event: Any, error: str) -> None:
+        if sender is None:
+            await dead_letter(topics[DEAD_LETTER.name], source, event, error, app.conf.id)
+        else:  # the same record, through the injected sender
+            msg = event.message
+            await out(DEAD_LETTER, source.name, {
+                "source_topic": source.name, "partition": msg.partition, "offset": msg.offset, "key": msg.key,
+                "value": msg.value, "error": error[:2000], "consumer": app.conf.id, "ts_ms": clock()})
 
     @app.task
     async def warm_up() -> None:
         await handler()  # connect the harness registry before the first event needs it
 
     @app.agent(topics[ROOM_EVENTS.name])
-    async def room_events(stream: Any) -> None:
+    async def room_events(stream: Any) -> Any:
         # Comments are acknowledged only when the request they merged into was published.
         async for event in stream.noack().events():
             try:
                 record = codec.decode(ROOM_EVENTS.schema, event.value)
             except codec.DecodeError as exc:
-                await dead_letter(topics[DEAD_LETTER.name], ROOM_EVENTS, event, f"decode: {exc}", app.conf.id)
+                await to_dead_letter(ROOM_EVENTS, event, f"decode: {exc}")
                 event.ack()
+                yield [{"topic": DEAD_LETTER.name, "key": ROOM_EVENTS.name, "record": None}]
                 continue
             h = await handler()
-            await emit(await h.on_room_event(record, now_ms(), event))
+            yield await emit(await h.on_room_event(record, clock(), event))
+
+    async def flush() -> list[dict[str, Any]]:
+        h = await handler()
+        return await emit(await h.flush(clock()))
 
     @app.timer(hooks_settings.FLUSH_INTERVAL_S)
     async def flush_windows() -> None:
-        h = await handler()
-        await emit(await h.flush(now_ms()))
+        await flush()
 
     @app.agent(topics[ACTIONS.name])
-    async def actions(stream: Any) -> None:
+    async def actions(stream: Any) -> Any:
         async for event in stream.events():
             try:
                 record = codec.decode(ACTIONS.schema, event.value)
             except codec.DecodeError as exc:
-                await dead_letter(topics[DEAD_LETTER.name], ACTIONS, event, f"decode: {exc}", app.conf.id)
+                await to_dead_letter(ACTIONS, event, f"decode: {exc}")
+                yield [{"topic": DEAD_LETTER.name, "key": ACTIONS.name, "record": None}]
                 continue
             h = await handler()
             try:
-                done = await h.on_action(record, now_ms())
+                done = await h.on_action(record, clock())
             except Exception as exc:  # a poison action must not stop the room
-                await dead_letter(topics[DEAD_LETTER.name], ACTIONS, event, f"handler: {exc!r}", app.conf.id)
+                await to_dead_letter(ACTIONS, event, f"handler: {exc!r}")
+                yield [{"topic": DEAD_LETTER.name, "key": ACTIONS.name, "record": None}]
                 continue
-            await emit(done)
+            yield await emit(done)
 
-    return app
+    return HooksApp(app=app, room_events=room_events, actions=actions, flush=flush, handler=handler, rooms=rooms)
+
+
+def create_app(settings: Settings | None = None, *, sender: Sender | None = None,
+               provider_factory: ProviderFactory | None = None) -> faust.App:
+    return build(settings, sender=sender, provider_factory=provider_factory).app
 
 
 def main() -> None:

@@ -1,14 +1,27 @@
 """The trajectory recorder as a Faust app: terminal replies in, PostgreSQL rows and trajectory records out.
 
-A reply is acknowledged only after its trajectory is stored and published; PostgreSQL outages are
-waited out with backoff, so nothing is lost, and the primary key makes redelivery harmless.
+Delivery guarantees:
+
+- PostgreSQL holds exactly one row per request: the insert is keyed by ``request_id`` (``ON CONFLICT
+  DO NOTHING``), so redelivery after a crash or rebalance is harmless.
+- A reply is acknowledged (its offset may be committed) only after its trajectory is stored and
+  published, so a recorder killed with SIGKILL re-reads what it had not finished: nothing is lost.
+- PostgreSQL outages (restart, failover, connection drops) are waited out with capped backoff; after
+  repeated failures the pool is thrown away and reconnected, so stale connections never wedge it.
+- ``agent.trajectories`` is at-least-once: after a crash a trajectory may be published twice;
+  consumers deduplicate by ``request_id``.
+
+``build`` returns the app and its parts, and accepts a store factory and a sender, so unit tests run
+the agent with ``agent.test_context()`` and a fake store (the agent yields each trajectory it handled).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 import asyncpg
 import faust
@@ -17,64 +30,144 @@ from livehost import codec
 from livehost.config import Settings, load_settings
 from livehost.db import connect_pool, migrate
 from livehost.faustutil import dead_letter, faust_topic, make_app, send
-from livehost.kafka import ensure_topics, wait_for_broker
+from livehost.kafka import ensure_topics, now_ms, wait_for_broker
 from livehost.retry import backoff_delays
-from livehost.topics import DEAD_LETTER, REPLIES, TRAJECTORIES
+from livehost.topics import DEAD_LETTER, REPLIES, TRAJECTORIES, Topic
 from services.trajectories import settings as traj_settings
 from services.trajectories.handlers import TrajectoryStore, trajectory_from_reply
 
 log = logging.getLogger(__name__)
 
+# Errors that mean "the database is (temporarily) not there": wait and retry, never drop the record.
+TRANSIENT_DB_ERRORS: tuple[type[BaseException], ...] = (
+    OSError, TimeoutError, ConnectionError, asyncpg.PostgresConnectionError, asyncpg.InterfaceError,
+    asyncpg.exceptions.OperatorInterventionError,  # admin shutdown, crash shutdown, cannot connect now
+    asyncpg.exceptions.InsufficientResourcesError,  # too many connections
+)
+RESET_POOL_AFTER = 3  # consecutive transient failures before the pool is rebuilt
 
-def create_app(settings: Settings | None = None) -> faust.App:
+
+class Store(Protocol):
+    async def save(self, t: dict[str, Any]) -> bool: ...
+
+
+StoreFactory = Callable[[Settings], Awaitable[Store]]
+Sender = Callable[[Topic, str, dict[str, Any]], Awaitable[None]]
+
+
+class PostgresStoreFactory:
+    """Opens (and on demand re-opens) the pool; the recorder's production store."""
+
+    def __init__(self) -> None:
+        self.pool: asyncpg.Pool | None = None
+
+    async def __call__(self, settings: Settings) -> Store:
+        pool = await connect_pool(settings.postgres_dsn, initial_s=settings.connect_backoff_initial_s,
+                                  max_s=settings.connect_backoff_max_s)
+        await migrate(pool)
+        self.pool = pool
+        return TrajectoryStore(pool)
+
+
+@dataclass
+class RecorderApp:
+    app: faust.App
+    record: Any  # faust agent
+    save: Callable[[dict[str, Any]], Awaitable[None]]
+    reset_store: Callable[[], Awaitable[None]]
+
+
+def build(settings: Settings | None = None, *, store_factory: StoreFactory | None = None,
+          sender: Sender | None = None) -> RecorderApp:
     settings = settings or load_settings()
     app = make_app(traj_settings.APP_ID, settings)
     topics = {t.name: faust_topic(app, t) for t in (REPLIES, TRAJECTORIES, DEAD_LETTER)}
     holder: dict[str, Any] = {}
     lock = asyncio.Lock()
+    pg_factory = PostgresStoreFactory() if store_factory is None else None
+    factory: StoreFactory = store_factory or pg_factory  # type: ignore[assignment]
 
-    async def store() -> TrajectoryStore:
+    async def faust_send(topic: Topic, key: str, record: dict[str, Any]) -> None:
+        await send(topics[topic.name], topic, key, record)
+
+    out: Sender = sender if sender is not None else faust_send
+
+    async def store() -> Store:
         async with lock:
             if "store" not in holder:
-                pool = await connect_pool(settings.postgres_dsn)
-                await migrate(pool)
-                holder["pool"] = pool
-                holder["store"] = TrajectoryStore(pool)
+                holder["store"] = await factory(settings)
         return holder["store"]
 
+    async def reset_store() -> None:
+        """Forget the store; the next save reconnects (a fresh pool)."""
+        async with lock:
+            holder.pop("store", None)
+            if pg_factory is not None and pg_factory.pool is not None:
+                pool, pg_factory.pool = pg_factory.pool, None
+                pool.terminate()
+
     async def save(trajectory: dict[str, Any]) -> None:
+        failures = 0
         for delay in backoff_delays(settings.connect_backoff_initial_s, settings.connect_backoff_max_s):
             try:
                 await (await store()).save(trajectory)
                 return
-            except (OSError, asyncpg.PostgresConnectionError, asyncpg.InterfaceError,
-                    asyncpg.CannotConnectNowError, ConnectionError) as exc:
-                log.warning("PostgreSQL write failed (%s); retrying in %.1fs", exc, delay)
+            except TRANSIENT_DB_ERRORS as exc:
+                failures += 1
+                log.warning("PostgreSQL write of %s failed (%r); retry %d in %.1fs",
+                            trajectory["request_id"], exc, failures, delay)
+                if failures % RESET_POOL_AFTER == 0:
+                    await reset_store()
                 await asyncio.sleep(delay)
+
+    async def to_dead_letter(event: Any, error: str) -> None:
+        if sender is None:
+            await dead_letter(topics[DEAD_LETTER.name], REPLIES, event, error, app.conf.id)
+        else:
+            msg = event.message
+            await out(DEAD_LETTER, REPLIES.name, {
+                "source_topic": REPLIES.name, "partition": msg.partition, "offset": msg.offset, "key": msg.key,
+                "value": msg.value, "error": error[:2000], "consumer": app.conf.id, "ts_ms": now_ms()})
 
     @app.task
     async def warm_up() -> None:
         await store()
 
     @app.agent(topics[REPLIES.name])
-    async def record(stream: Any) -> None:
+    async def record(stream: Any) -> Any:
+        # stream.events() acknowledges an event when the next one is taken, i.e. after it was stored
+        # and published.
         async for event in stream.events():
             try:
                 reply = codec.decode(REPLIES.schema, event.value)
             except codec.DecodeError as exc:
-                await dead_letter(topics[DEAD_LETTER.name], REPLIES, event, f"decode: {exc}", app.conf.id)
+                await to_dead_letter(event, f"decode: {exc}")
+                yield None
                 continue
             trajectory = trajectory_from_reply(reply)
-            await save(trajectory)
-            await send(topics[TRAJECTORIES.name], TRAJECTORIES, trajectory["room_id"], trajectory)
+            try:
+                await save(trajectory)
+            except Exception as exc:  # not transient (e.g. data the table refuses): park it, keep going
+                log.exception("cannot store trajectory %s", trajectory["request_id"])
+                await to_dead_letter(event, f"store: {exc!r}")
+                yield None
+                continue
+            await out(TRAJECTORIES, trajectory["room_id"], trajectory)
+            yield trajectory
 
-    return app
+    return RecorderApp(app=app, record=record, save=save, reset_store=reset_store)
+
+
+def create_app(settings: Settings | None = None, *, store_factory: StoreFactory | None = None,
+               sender: Sender | None = None) -> faust.App:
+    return build(settings, store_factory=store_factory, sender=sender).app
 
 
 def main() -> None:
     settings = load_settings()
     asyncio.run(_prepare(settings))
     app = create_app(settings)
+    print("STARTING trajectories", flush=True)
     faust.Worker(app, loglevel=settings.log_level.lower(), quiet=True).execute_from_commandline()
 
 

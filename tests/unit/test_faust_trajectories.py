@@ -1,0 +1,112 @@
+"""The trajectory recorder Faust app with ``agent.test_context()`` and a fake store (no broker, no DB)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import asyncpg
+import pytest
+
+from livehost import codec
+from livehost.agent import state as st
+from livehost.config import Settings
+from livehost.topics import DEAD_LETTER, REPLIES, TRAJECTORIES, Topic
+from services.trajectories.server import RecorderApp, Store, build
+
+
+class FakeStore:
+    """Keyed by request id like the table; can be told to fail the next N writes transiently."""
+
+    def __init__(self) -> None:
+        self.rows: dict[str, dict[str, Any]] = {}
+        self.attempts = 0
+        self.fail_next = 0
+
+    async def save(self, t: dict[str, Any]) -> bool:
+        self.attempts += 1
+        if self.fail_next:
+            self.fail_next -= 1
+            raise asyncpg.exceptions.AdminShutdownError("terminating connection due to administrator command")
+        if t["request_id"] in self.rows:
+            return False
+        self.rows[t["request_id"]] = t
+        return True
+
+
+class Sent(list[tuple[str, str, dict[str, Any]]]):
+    async def __call__(self, topic: Topic, key: str, record: dict[str, Any]) -> None:
+        codec.validate(topic.schema, record)
+        self.append((topic.name, key, record))
+
+
+@pytest.fixture
+def store() -> FakeStore:
+    return FakeStore()
+
+
+@pytest.fixture
+def sent() -> Sent:
+    return Sent()
+
+
+@pytest.fixture
+def factories() -> list[int]:
+    return []
+
+
+@pytest.fixture
+def recorder(store: FakeStore, sent: Sent, factories: list[int]) -> Iterator[RecorderApp]:
+    async def factory(_: Settings) -> Store:
+        factories.append(1)
+        return store
+
+    parts = build(Settings(connect_backoff_initial_s=0.001, connect_backoff_max_s=0.002),
+                  store_factory=factory, sender=sent)
+    parts.app.finalize()
+    parts.app.conf.store = "memory://"
+    parts.app.flow_control.resume()
+    yield parts
+
+
+def reply(n: int, outcome: str = "reply") -> bytes:
+    comment = {"event_id": f"e-{n}", "user_id": "u1", "text": f"question {n}?", "ts_ms": 1}
+    state = st.new_state(room_id="room-1", harness_version="v-test", comments=[comment], room={},
+                         ttl_ms=10_000, time_budget_ms=10_000, created_ms=1_000)
+    st.add_step(state, "input", None, {"comments": [comment]})
+    st.add_step(state, outcome, None, {"outcome": outcome, "text": "hi", "reason": None})
+    return codec.encode(REPLIES.schema, {"state": state, "outcome": outcome, "text": "hi", "reason": None,
+                                         "completed_ms": 2_000})
+
+
+async def test_each_reply_is_stored_and_published(recorder: RecorderApp, store: FakeStore, sent: Sent) -> None:
+    async with recorder.record.test_context() as agent:
+        for n in range(3):
+            await agent.put(reply(n), key=b"room-1")
+        await agent.put(reply(1), key=b"room-1")  # redelivery
+        results = dict(agent.results)
+    assert len(store.rows) == 3
+    assert [r["request_id"] for r in results.values()] == [*store.rows, list(store.rows)[1]]
+    published = [r for name, _, r in sent if name == TRAJECTORIES.name]
+    assert len(published) == 4  # the topic is at-least-once; the table is exactly-once
+    assert {p["request_id"] for p in published} == set(store.rows)
+    first = published[0]
+    assert first["outcome"] == "reply" and [s["kind"] for s in first["steps"]] == ["input", "reply"]
+
+
+async def test_transient_database_errors_are_retried_and_reconnect(recorder: RecorderApp, store: FakeStore,
+                                                                   sent: Sent, factories: list[int]) -> None:
+    store.fail_next = 4
+    async with recorder.record.test_context() as agent:
+        await agent.put(reply(7), key=b"room-1")
+    assert store.attempts == 5 and len(store.rows) == 1
+    assert len(factories) == 2  # the store was rebuilt after repeated failures
+    assert [name for name, _, _ in sent] == [TRAJECTORIES.name]
+
+
+async def test_garbage_is_dead_lettered(recorder: RecorderApp, store: FakeStore, sent: Sent) -> None:
+    async with recorder.record.test_context() as agent:
+        await agent.put(b"\x01\x02", key=b"room-1")
+        await agent.put(reply(1), key=b"room-1")
+    assert [name for name, _, _ in sent] == [DEAD_LETTER.name, TRAJECTORIES.name]
+    assert len(store.rows) == 1
