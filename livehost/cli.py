@@ -75,6 +75,9 @@ def _mount_optional() -> None:
     from livehost.sim.cli import app as sim_app
 
     harness_app.add_typer(gate_app)  # adds `harness evaluate` and `harness propose-fixes`
+    from livehost.runner.cli import run as eval_run
+
+    eval_app.command("run")(eval_run)
     app.add_typer(eval_app, name="eval", help="Run, judge, calibrate, report, pairwise, distributions.")
     app.add_typer(experiment_app, name="experiment", help="Online A/B experiments.")
     app.add_typer(sim_app, name="sim", help="Live-room simulator.")

@@ -59,6 +59,10 @@ class Merger:
         ready = [r for r, b in self._open.items() if now_ms - b.opened_ms >= self.window_ms]
         return [self._open.pop(r) for r in ready]
 
+    def next_due_ms(self) -> int | None:
+        """When the earliest open window closes (None: no open window)."""
+        return min((b.opened_ms + self.window_ms for b in self._open.values()), default=None)
+
     def flush_room(self, room_id: str) -> Batch | None:
         return self._open.pop(room_id, None)
 

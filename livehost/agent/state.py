@@ -65,6 +65,29 @@ def room(state: dict[str, Any]) -> dict[str, Any]:
     return json.loads(state.get("room_json") or "{}")
 
 
+LIVE_SCOPE = "live"
+REACT_PREFIX = "react:"
+
+
+def scope(state: dict[str, Any]) -> str:
+    """The catalog scope the request runs against: ``live``, or a sandbox scope set by whoever created
+    the request (key ``scope`` of the room state, e.g. the evaluation runner)."""
+    value = room(state).get("scope")
+    return str(value) if value else LIVE_SCOPE
+
+
+def is_react(state: dict[str, Any]) -> bool:
+    """The request runs the ReAct baseline (``policy`` is ``react:<model>``): no skills, hooks or prompt
+    pipeline."""
+    return str(state.get("policy") or "").startswith(REACT_PREFIX)
+
+
+def policy_model(state: dict[str, Any]) -> str | None:
+    """The Triton model the request's policy field selects (None: the service default)."""
+    policy = str(state.get("policy") or "")
+    return policy.removeprefix(REACT_PREFIX) or None
+
+
 def steps(state: dict[str, Any], *kinds: str) -> list[dict[str, Any]]:
     """Steps with their data decoded, optionally only of the given kinds."""
     out = []

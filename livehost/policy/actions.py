@@ -349,6 +349,27 @@ def parse_action(raw: str) -> ParsedAction:
     return result
 
 
+def loads_object(text: str) -> dict[str, Any] | None:
+    """The first JSON object in ``text``, repaired like an action (single quotes, trailing commas,
+    unquoted keys, Python literals); None when there is none. For free-form formats (ReAct's
+    ``Action Input:``) that carry a JSON object."""
+    stripped = _strip_fences(strip_reasoning(text)).strip()
+    try:
+        obj = json.loads(stripped)
+    except (ValueError, RecursionError):
+        obj_text, _ = _first_object(stripped)
+        if obj_text is None:
+            return None
+        try:
+            obj = json.loads(obj_text)
+        except (ValueError, RecursionError):
+            try:
+                obj = json.loads(_repair(obj_text))
+            except (ValueError, RecursionError):
+                return None
+    return obj if isinstance(obj, dict) else None
+
+
 def action_json(action: dict[str, Any]) -> str:
     """Serialise an action object the way a model would output it."""
     return json.dumps(action, ensure_ascii=False, separators=(", ", ": "))

@@ -149,6 +149,8 @@ _ORDER_RE = re.compile(
     re.IGNORECASE,
 )
 _NUM_RE = re.compile(r"\d+(?:[.,]\d+)*")
+_QUESTION_RE = re.compile(r"\?|^\s*(does|do|is|are|can|will|would|how|what|which|where|when|any)\b")
+_WORKS_RE = re.compile(r"\bworks? (on|with|in)\b")
 
 
 def _find(patterns: list[str], text: str) -> int | None:
@@ -227,6 +229,27 @@ _UNIT_SUFFIX = {"mm": "mm", "cm": "cm", "m": "m", "g": "g", "kg": "kg", "ml": "m
                 "hr": "hours", "hours": "hours", "mah": "mAh", "w": "W", "pct": "%", "in": "in"}
 _CURRENCY_WORD = {"CNY": "yuan", "RMB": "yuan", "USD": "dollars", "EUR": "euros", "GBP": "pounds",
                   "JPY": "yen"}
+
+
+# Words that never name a product: the intent and need lexicons above plus everyday chat words. A
+# comment's other content words, when the current product does not have them, name another product
+# ("does the frying pan work on induction?" while a mug is on screen).
+_GENERIC = (
+    {stem(w) for patterns in INTENT_PATTERNS.values() for p in patterns
+     for w in re.findall(r"[a-z]{3,}", re.sub(r"\\[a-zA-Z]", " ", p))}
+    | {w for pos, pen in NEED_WORDS.values() for w in pos | pen}
+    | {w for ws in SKILL_WORDS.values() for w in ws}
+    | {w for ws in _ATTR_HINTS.values() for w in ws}
+    | set(_ATTR_HINTS)
+    | _vocab("work works working does doing come comes came still many much how what which who why when where "
+             "there here get got want need know tell show say said ask asked really very just also too more "
+             "most some all every everyone everybody guys host stream live room today now right okay yes "
+             "yeah not no good great nice best better new old first time here hello thing things "
+             "kind sort type whats hows wanna gonna these those they them their then than about like look "
+             "looks use used using them other another same different question questions answer thank "
+             "ready soon again please real really true sure")
+)
+_PRODUCT_INTENTS = ("price", "stock", "attribute", "coupon", "general", "purchase")
 
 
 # --------------------------------------------------------------------------- context views
@@ -386,6 +409,8 @@ class _Decider:
         self.tools = [t for t in ctx.get("tools") or [] if isinstance(t, dict) and t.get("name")]
         self.skills = [s for s in ctx.get("skills") or [] if isinstance(s, dict) and s.get("id")]
         self.links = self._links()
+        self.named = self._named_words()
+        self._target: tuple[int | None, bool] | None = None
         self.intents = self._intents()
         self.asked_attrs = self._asked_attributes()
 
@@ -398,10 +423,72 @@ class _Decider:
                 found.append(n)
         return found[:2]
 
+    def _named_words(self) -> list[str]:
+        """Content words of a comment without a link number that the current product does not have."""
+        if self.links:
+            return []
+        prod = self.product or {}
+        attrs = prod.get("attributes") or {}
+        own = stems(" ".join([str(prod.get("title") or ""), str(prod.get("sku") or ""),
+                              *map(str, attrs), *(str(v) for v in attrs.values() if isinstance(v, str | list))]))
+        out: list[str] = []
+        for w in words(self.text):
+            if len(w) < 3 or w in _STOP or any(ch.isdigit() for ch in w):
+                continue
+            s = stem(w)
+            if s in _GENERIC or s in own or w in out:
+                continue
+            out.append(w)
+        return out
+
+    # ---- a product named instead of a link number: find its link with a search tool
+    def named_search(self) -> tuple[dict[str, Any], dict[str, Any]] | None:
+        """(search tool, arguments) when the comment names a product that is not on screen."""
+        if not self.named or not set(self.intents) & set(_PRODUCT_INTENTS):
+            return None
+        tool = self.best_tool("search")
+        if tool is None:
+            return None
+        args = self.fill_arguments(tool, "named_search")
+        return (tool, args) if args else None
+
+    def named_target(self) -> tuple[int | None, bool]:
+        """(link of the named product, search done): the best title match among the search results."""
+        if self._target is not None:
+            return self._target
+        found: int | None = None
+        done = False
+        ns = self.named_search()
+        if ns is not None:
+            key = _call_key(ns[0]["name"], ns[1])
+            calls = [c for c in self.st.calls if c.key == key and c.ok is not None]
+            done = any(c.ok for c in calls)
+            named = {stem(w) for w in self.named}
+            best: tuple[int, int] | None = None
+            for d in _iter_dicts([c.result for c in calls if c.ok]):
+                link = next((d[k] for k in d if _key_has(k, "link") and _is_num(d[k])), None)
+                title = next((d[k] for k in d if k.lower() in ("title", "name", "product_name")
+                              and isinstance(d[k], str)), None)
+                if link is None or title is None:
+                    continue
+                overlap = len(stems(title) & named)
+                if overlap and (best is None or overlap > best[0]):
+                    best = (overlap, int(link))
+            found = best[1] if best else None
+        self._target = (found, done)
+        return self._target
+
+    def search_unmatched(self) -> bool:
+        found, done = self.named_target()
+        return done and found is None
+
     @property
     def link(self) -> int | None:
         if self.links:
             return self.links[0]
+        found, _ = self.named_target()
+        if found is not None:
+            return found
         cur = self.room.get("current_link")
         if isinstance(cur, int):
             return cur
@@ -438,7 +525,8 @@ class _Decider:
                     names.append("attribute")
                     break
         if not names:
-            return ["general"] if self._looks_like_question() else ["off_topic"]
+            named_question = bool(self.named) and _QUESTION_RE.search(low) is not None
+            return ["general"] if self._looks_like_question() or named_question else ["off_topic"]
         if names == ["chit_chat"] and self._looks_like_question() and re.search(r"\b(this|it|link)\b", low):
             names.append("general")
         return names
@@ -504,12 +592,14 @@ class _Decider:
     def _value_for(self, role: str, schema: dict[str, Any], need: str) -> Any:
         ptype = schema.get("type")
         value: Any = None
+        if need == "named_search" and role != "query":
+            return None
         if role == "link":
             value = self.link
             if value is not None and ptype == "string":
                 value = str(value)
         elif role == "query":
-            value = self.text
+            value = " ".join(self.named) if need == "named_search" else self.text
             max_len = schema.get("maxLength")
             if isinstance(max_len, int) and len(value) > max_len:
                 value = value[:max_len].rstrip()
@@ -555,6 +645,13 @@ class _Decider:
             if n not in out:
                 out.append(n)
 
+        ns = self.named_search()
+        if ns is not None:
+            key = _call_key(ns[0]["name"], ns[1])
+            if not any(c.key == key and c.ok is not None for c in self.st.calls):
+                return ["named_search"]  # find the named product's link before anything else
+            if self.search_unmatched():
+                return []
         for intent in self.intents:
             if intent in ("price", "general"):
                 add("product")
@@ -587,6 +684,8 @@ class _Decider:
         return out
 
     def tool_for(self, need: str) -> dict[str, Any] | None:
+        if need == "named_search":
+            return self.best_tool("search")
         tool = self.best_tool(need)
         if tool is None and need == "search":
             tool = self.best_tool("product")
@@ -873,6 +972,14 @@ class _Decider:
         cur = _currency(facts.get("currency")) if facts else ""
         sold_out = False
 
+        if self.search_unmatched() and "refusal" not in intents:
+            out.append(("Sorry, I couldn't find that product in this room.", False, 0))
+            cur_link = self.room.get("current_link")
+            prod = self.product or {}
+            if prod.get("title") and cur_link is not None:
+                out.append((f"Right now we're showing the {prod['title']} on link {cur_link}!", True, 1))
+            return out
+
         if "refusal" in intents:
             out.append(("Sorry, I can't help with that.", False, 0))
             if title:
@@ -895,7 +1002,12 @@ class _Decider:
                         out.append(self._price_sentence(facts, link))
                     out.append(self._price_sentence(pf, lk if lk is not None else link))
                 if intent == "general" and facts:
-                    out.extend(self._attribute_sentences(facts, self._subject(out, title), summary=True))
+                    named_keys = self.named_attribute_keys(facts)
+                    if named_keys:
+                        out.extend((self._named_attribute_sentence(facts, k, the_item), True, 0)
+                                   for k in named_keys)
+                    else:
+                        out.extend(self._attribute_sentences(facts, self._subject(out, title), summary=True))
             elif intent == "attribute":
                 if facts:
                     out.extend(self._attribute_sentences(facts, self._subject(out, title),
@@ -914,6 +1026,8 @@ class _Decider:
                 if s_out:
                     sold_out = True
                     out.append((f"Sorry, {the_item} is sold out right now, stay tuned for a restock!", True, 0))
+                elif units is not None and units > 0 and self.named_target()[0] is not None and title:
+                    out.append((f"Good news: {units} of {the_item} on link {link} left in stock!", True, 0))
                 elif units is not None and units > 0:
                     out.append((f"Good news: {units} left in stock!", True, 0))
                 elif s_out is False:
@@ -979,6 +1093,21 @@ class _Decider:
               and "post_purchase" not in intents and any(g and p == 0 for _, g, p in out)):
             out.append((f"Tap link {link} to grab it!", True, 3))
         return out
+
+    def named_attribute_keys(self, facts: dict[str, Any]) -> list[str]:
+        """Attribute keys of the product that the comment names ("... work on induction?")."""
+        attrs: dict[str, Any] = facts.get("attributes") or {}
+        return [k for k in attrs if (stems(str(k)) - set(_UNIT_SUFFIX)) & self.text_stems]
+
+    def _named_attribute_sentence(self, facts: dict[str, Any], key: str, the_item: str) -> str:
+        value = (facts.get("attributes") or {})[key]
+        label = " ".join(w for w in words(str(key)) if w not in _UNIT_SUFFIX)
+        works = _WORKS_RE.search(self.low)
+        if isinstance(value, bool) and works:
+            verb = f"works {works.group(1)}" if value else f"does not work {works.group(1)}"
+            return f"{'Yes' if value else 'No'}, {the_item} {verb} {label}."
+        subject = the_item[0].upper() + the_item[1:]
+        return _attribute_sentence(subject, str(key), value)
 
     @staticmethod
     def _subject(said: list[tuple[str, bool, int]], title: str | None) -> str:
@@ -1120,3 +1249,25 @@ def _attribute_sentence(subject: str, key: str, value: Any) -> str:
 def decide(context: dict[str, Any]) -> dict[str, Any]:
     """One turn of the reference policy: the next action object for this context."""
     return _Decider(context).decide()
+
+
+def react_text(action: dict[str, Any]) -> str:
+    """An action in the ReAct format (Thought / Action / Action Input, or Final Answer)."""
+    kind = action.get("action")
+    if kind == "call_tool":
+        return (f"Thought: I should look this up with {action['tool']}.\nAction: {action['tool']}\n"
+                f"Action Input: {json.dumps(action.get('arguments') or {}, ensure_ascii=False, sort_keys=True)}")
+    if kind == "reply":
+        return f"Thought: I now know the final answer.\nFinal Answer: {action.get('text') or ''}"
+    if kind == "no_reply":
+        return f"Thought: {action.get('reason') or 'this comment should not be answered'}.\nFinal Answer: NO_REPLY"
+    return "Thought: I cannot use skills here; I will answer directly.\nFinal Answer: NO_REPLY"
+
+
+def respond(context: dict[str, Any]) -> str:
+    """The model output for a context: one JSON action, or ReAct text for a ``"mode": "react"`` context
+    (the ReAct baseline: no skills to load, tools only)."""
+    action = decide(context)
+    if context.get("mode") == "react":
+        return react_text(action)
+    return json.dumps(action, ensure_ascii=False)

@@ -83,9 +83,11 @@ class Sandbox:
         if operation == "product.by_link":
             return (True, product_view(item), None, None) if item else (False, None, "not_found", "no such link")
         if operation == "product.search":
-            q = str(args.get("query", "")).lower()
+            from livehost.policy.reference import stems  # keyword match on word stems, like PostgreSQL FTS
+
+            q = stems(str(args.get("query", "")))
             hits = [product_view(i) for i in self.catalog.values()
-                    if any(w in str(i.get("title", "")).lower() for w in q.split() if len(w) > 2)]
+                    if q & stems(f"{i.get('title', '')} {i.get('sku', '')}")]
             return True, {"products": hits}, None, None
         if operation == "inventory.get":
             if not item:

@@ -1,13 +1,32 @@
-"""The hooks processor's logic, free of Faust: room state, merging, input screening, step routing.
+"""The hooks processor's logic, free of Faust: room state, merging, input screening, per-room
+scheduling, step routing.
 
 Every method returns the records to emit as ``Emit`` values; the Faust app sends them and
 acknowledges the source events only afterwards (at-least-once, idempotent downstream).
+
+Per room, requests are answered one at a time and in order: a room has at most one request in
+flight; newly merged requests wait in a bounded queue ordered by priority (questions and purchase
+intent before chit-chat), then age. The handler emits every terminal outcome itself (``on_action``,
+input rejections, cancellations), so it knows when a room frees up and releases the next request.
+Stale work is dropped, never queued forever: a queued request past its deadline is cancelled
+(outcome ``cancelled`` with the reason), so is a queued request about the previous product after a
+product switch, and on overflow the lowest-priority, oldest request is dropped. An in-flight
+request that produced no outcome well past its deadline (a lost message, a crashed service) is
+abandoned so the room does not stall; its late actions are ignored.
+
+Scheduling state is in memory: the room's events and actions are keyed by room, so one hooks
+worker owns a room; after a restart rooms simply start free.
+
+Requests whose ``policy`` is ``react:<model>`` run the ReAct baseline (livehost.react): no input
+hooks, no step hooks, no skill-load requirement — only the turn limit and freshness rules.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
+from collections import OrderedDict
 from collections.abc import MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,7 +37,12 @@ from livehost.agent.merge import Batch, Merger
 from livehost.config import Settings
 from livehost.harness.provider import HarnessProvider
 from livehost.hooks.input import screen_comments
+from livehost.react.loop import after_react_action
 from livehost.topics import REPLIES, REQUESTS, TOOL_CALLS, Topic
+
+QUEUE_LIMIT = 8  # queued requests per room (besides the one in flight)
+ABANDON_GRACE_MS = 5_000  # an in-flight request this long past its deadline with no outcome frees its room
+_ABANDONED_MEMORY = 4096
 
 _URGENT = re.compile(r"\?|\b(how much|price|buy|order|cart|checkout|stock|left|size|coupon)\b", re.I)
 
@@ -63,12 +87,117 @@ def action_from_record(record: dict[str, Any]) -> dict[str, Any]:
             "reason": record.get("reason"), "error": record.get("reason") if kind == "invalid" else None}
 
 
+@dataclass
+class Queued:
+    state: dict[str, Any]
+    seq: int
+
+    @property
+    def priority(self) -> int:
+        return int(self.state.get("priority") or 0)
+
+    def order(self) -> tuple[int, int, int]:
+        """Release order: highest priority first, then oldest."""
+        return (-self.priority, int(self.state["created_ms"]), self.seq)
+
+
+@dataclass
+class RoomSchedule:
+    in_flight: dict[str, Any] | None = None  # the state the request had when it was released
+    queue: list[Queued] = field(default_factory=list)
+
+
 class HooksHandler:
-    def __init__(self, settings: Settings, harnesses: HarnessProvider, rooms: MutableMapping[str, Any]):
+    def __init__(self, settings: Settings, harnesses: HarnessProvider, rooms: MutableMapping[str, Any],
+                 queue_limit: int = QUEUE_LIMIT, abandon_grace_ms: int = ABANDON_GRACE_MS):
         self._settings = settings
         self._harnesses = harnesses
         self.rooms = rooms  # room_id -> JSON string of the live-room state (a Faust table in production)
         self.merger = Merger(settings.merge_window_ms, settings.merge_max_batch)
+        self.queue_limit = max(0, queue_limit)
+        self.abandon_grace_ms = abandon_grace_ms
+        self.schedules: dict[str, RoomSchedule] = {}
+        self._seq = itertools.count()
+        self._abandoned: OrderedDict[str, None] = OrderedDict()
+
+    # ------------------------------------------------------------------ per-room scheduling
+
+    def schedule(self, room_id: str) -> RoomSchedule:
+        return self.schedules.setdefault(room_id, RoomSchedule())
+
+    def in_flight(self, room_id: str) -> str | None:
+        sched = self.schedules.get(room_id)
+        return sched.in_flight["request_id"] if sched and sched.in_flight else None
+
+    def queued(self, room_id: str) -> list[str]:
+        """Request ids waiting in the room, in release order."""
+        sched = self.schedules.get(room_id)
+        return [q.state["request_id"] for q in sorted(sched.queue, key=Queued.order)] if sched else []
+
+    def _cancel(self, state: dict[str, Any], reason: str, now_ms: int) -> Emit:
+        return route(terminal(st.clone(state), "cancelled", None, reason), now_ms)
+
+    def _submit(self, state: dict[str, Any], now_ms: int, done: Handled) -> None:
+        """A request passed input screening: start it if its room is free, else queue it."""
+        room_id = state["room_id"]
+        sched = self.schedule(room_id)
+        if sched.in_flight is None:
+            sched.in_flight = state
+            done.emits.append(Emit(REQUESTS, room_id, {"state": state}))
+            return
+        sched.queue.append(Queued(state, next(self._seq)))
+        if len(sched.queue) > self.queue_limit:
+            victim = min(sched.queue, key=lambda q: (q.priority, int(q.state["created_ms"]), q.seq))
+            sched.queue.remove(victim)
+            done.emits.append(self._cancel(
+                victim.state, f"room queue full ({self.queue_limit} waiting): dropped the lowest-priority, "
+                              "oldest request", now_ms))
+
+    def _release(self, room_id: str, now_ms: int, done: Handled) -> None:
+        """The room is free: start the next queued request (stale ones are cancelled on the way)."""
+        sched = self.schedule(room_id)
+        sched.in_flight = None
+        for q in sorted(sched.queue, key=Queued.order):
+            sched.queue.remove(q)
+            if now_ms > int(q.state["deadline_ms"]):
+                done.emits.append(self._cancel(q.state, "stale: waited in the room queue past its deadline", now_ms))
+                continue
+            sched.in_flight = q.state
+            done.emits.append(Emit(REQUESTS, room_id, {"state": q.state}))
+            return
+
+    def _expire(self, now_ms: int, done: Handled) -> None:
+        """Cancel stale queued requests; abandon in-flight requests long past their deadline."""
+        for room_id, sched in list(self.schedules.items()):
+            for q in list(sched.queue):
+                if now_ms > int(q.state["deadline_ms"]):
+                    sched.queue.remove(q)
+                    done.emits.append(self._cancel(q.state, "stale: waited in the room queue past its deadline",
+                                                   now_ms))
+            flying = sched.in_flight
+            if flying is not None and now_ms > int(flying["deadline_ms"]) + self.abandon_grace_ms:
+                self._forget(flying["request_id"])
+                done.emits.append(self._cancel(flying, "stale: no outcome within the time budget (abandoned)",
+                                               now_ms))
+                self._release(room_id, now_ms, done)
+            if sched.in_flight is None and not sched.queue:
+                del self.schedules[room_id]
+
+    def _forget(self, request_id: str) -> None:
+        self._abandoned[request_id] = None
+        while len(self._abandoned) > _ABANDONED_MEMORY:
+            self._abandoned.popitem(last=False)
+
+    def _finished(self, nxt: Next, now_ms: int, done: Handled) -> None:
+        """Emit a routed step; a terminal outcome of the room's in-flight request frees the room."""
+        done.emits.append(route(nxt, now_ms))
+        if nxt.route != "terminal":
+            return
+        room_id = nxt.state["room_id"]
+        sched = self.schedules.get(room_id)
+        if sched is not None and sched.in_flight is not None and \
+                sched.in_flight["request_id"] == nxt.state["request_id"]:
+            self._release(room_id, now_ms, done)
 
     def room_state(self, room_id: str) -> dict[str, Any]:
         raw = self.rooms.get(room_id)
@@ -88,10 +217,14 @@ class HooksHandler:
         if event["type"] == "product_switch":
             if room.get("current_link") not in (None, event.get("link_id")):
                 pending = self.merger.flush_room(room_id)
+                reason = f"product switched from link {room.get('current_link')} to {event.get('link_id')}"
                 if pending is not None:
-                    await self._cancel_batch(pending, room, now_ms, done,
-                                             f"product switched from link {room.get('current_link')} "
-                                             f"to {event.get('link_id')}")
+                    await self._cancel_batch(pending, room, now_ms, done, reason)
+                sched = self.schedules.get(room_id)
+                for q in list(sched.queue if sched else []):
+                    if st.room(q.state).get("current_link") not in (None, event.get("link_id")):
+                        sched.queue.remove(q)  # type: ignore[union-attr]
+                        done.emits.append(self._cancel(q.state, reason, now_ms))
             room["current_link"] = event.get("link_id")
         elif event["type"] == "campaign_change":
             room["campaign"] = json.loads(event.get("campaign_json") or "null")
@@ -101,9 +234,11 @@ class HooksHandler:
         return done
 
     async def flush(self, now_ms: int) -> Handled:
+        """Close due merge windows; cancel stale queued work (called on a timer)."""
         done = Handled()
         for batch in self.merger.due(now_ms):
             await self._close(batch, now_ms, done)
+        self._expire(now_ms, done)
         return done
 
     async def _new_state(self, batch: Batch, room: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
@@ -124,6 +259,10 @@ class HooksHandler:
 
     async def _close(self, batch: Batch, now_ms: int, done: Handled) -> None:
         harness, state = await self._new_state(batch, self.room_state(batch.room_id))
+        if st.is_react(state):  # the ReAct baseline has no input hooks
+            self._submit(state, now_ms, done)
+            done.tokens.extend(batch.tokens)
+            return
         kept, failed = screen_comments(harness, batch.comments)
         for comment, verdict in failed:
             st.add_step(state, "input_hook", verdict.hook, {**verdict.as_dict(), "comment": comment})
@@ -138,17 +277,23 @@ class HooksHandler:
             if failed:
                 state["comments"] = kept
                 state["merged_text"] = st.merged_text(kept)
-            done.emits.append(Emit(REQUESTS, batch.room_id, {"state": state}))
+            self._submit(state, now_ms, done)
         done.tokens.extend(batch.tokens)
 
     async def on_action(self, record: dict[str, Any], now_ms: int) -> Handled:
         state = record["state"]
+        done = Handled()
+        if state["request_id"] in self._abandoned:
+            return done  # its room moved on; the cancellation was recorded when it was abandoned
         harness = await self._harnesses.get(state["harness_version"])
         pinned_link = st.room(state).get("current_link")
         live_link = self.room_state(state["room_id"]).get("current_link")
         if pinned_link is not None and live_link is not None and pinned_link != live_link:
             nxt = terminal(st.clone(state), "cancelled", None,
                            f"product switched from link {pinned_link} to {live_link} while in flight")
+        elif st.is_react(state):
+            nxt = after_react_action(harness, state, action_from_record(record), now_ms)
         else:
             nxt = after_action(harness, state, action_from_record(record), now_ms)
-        return Handled([route(nxt, now_ms)])
+        self._finished(nxt, now_ms, done)
+        return done

@@ -8,11 +8,13 @@ import logging
 import tritonclient.grpc.aio as triton_aio
 
 from livehost.config import Settings
-from livehost.policy.client import PolicyClient, PolicyUnavailable
+from livehost.policy.client import PolicyClient, PolicyError
 from livehost.retry import backoff_delays
 
 log = logging.getLogger(__name__)
-UNAVAILABLE: tuple[type[BaseException], ...] = (PolicyUnavailable,)
+# A failed call after retries (PolicyError) and an open breaker (PolicyUnavailable, a subclass) both
+# mean no action this turn: the hooks give the room the harness fallback and record why.
+UNAVAILABLE: tuple[type[BaseException], ...] = (PolicyError,)
 
 
 def generators(settings: Settings) -> dict[str, PolicyClient]:

@@ -1,4 +1,9 @@
-"""Prompt in, parsed action out (no transport code)."""
+"""Prompt in, parsed action out (no transport code).
+
+The model is the request's ``policy`` field (a Triton model name; empty: the service default).
+``react:<model>`` runs the ReAct baseline on that model: ReAct sampling (free text, stops before
+``Observation:``) and the ReAct parser instead of the JSON action protocol.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +13,11 @@ from typing import Any, Protocol
 
 from livehost.agent import state as st
 from livehost.agent.loop import POLICY_UNAVAILABLE
-from livehost.policy.actions import parse_action
+from livehost.policy.actions import ParsedAction, parse_action
+from livehost.react.parse import parse_react
+
+MAX_TOKENS = 256
+REACT_STOP = ["\nObservation:", "Observation:"]
 
 
 class Generator(Protocol):
@@ -27,12 +36,25 @@ def action_record(state: dict[str, Any], parsed: Any, raw: str, model: str) -> d
     }
 
 
+def sampling_for(state: dict[str, Any]) -> dict[str, Any]:
+    sampling: dict[str, Any] = {"temperature": 0.0, "max_tokens": MAX_TOKENS, "seed": state["turn"]}
+    if st.is_react(state):
+        sampling.update({"json_schema": False, "stop": REACT_STOP})
+    return sampling
+
+
+def parse_output(state: dict[str, Any], text: str) -> ParsedAction:
+    return parse_react(text) if st.is_react(state) else parse_action(text)
+
+
 class PolicyHandler:
     def __init__(self, generators: Mapping[str, Generator], default_model: str,
-                 unavailable: tuple[type[BaseException], ...] = (Unavailable,)):
+                 unavailable: tuple[type[BaseException], ...] = (Unavailable,),
+                 sampling: Mapping[str, Any] | None = None):
         self._generators = generators
         self._default = default_model
         self._unavailable = unavailable
+        self._sampling = dict(sampling or {})  # overrides, e.g. temperature > 0 to sample behaviours
 
     def models(self) -> list[str]:
         return list(self._generators)
@@ -46,15 +68,15 @@ class PolicyHandler:
     async def act(self, prompt: dict[str, Any]) -> dict[str, Any]:
         """The AgentAction record for one prompt; model output and parsed action become steps."""
         state = st.clone(prompt["state"])
-        name, gen = self.generator(state.get("policy") or None)
-        sampling = {"temperature": 0.0, "max_tokens": 256, "seed": state["turn"]}
+        name, gen = self.generator(st.policy_model(state))
         try:
+            sampling = {**sampling_for(state), **self._sampling}
             result = await gen.generate(prompt["text"], prompt["context_json"], sampling)
         except self._unavailable as exc:
             st.add_step(state, "model_output", name, {"error": f"{POLICY_UNAVAILABLE}: {exc}"})
             return {"state": state, "kind": "invalid", "skill": None, "tool": None, "arguments_json": "{}",
                     "text": None, "reason": f"{POLICY_UNAVAILABLE}: {exc}", "raw_output": "", "model": name}
-        parsed = parse_action(result.text)
+        parsed = parse_output(state, result.text)
         st.add_step(state, "model_output", name, {"raw": result.text, "attempts": result.attempts},
                     duration_ms=result.latency_ms)
         st.add_step(state, "action", parsed.kind, {

@@ -1,24 +1,32 @@
-"""Turn a request state into the next turn's prompt (no transport code)."""
+"""Turn a request state into the next turn's prompt (no transport code).
+
+Harness requests run the harness's prompt pipeline on facts from the request's catalog scope.
+ReAct-baseline requests (``policy`` = ``react:<model>``) get the fixed ReAct prompt instead
+(livehost.react.prompt): tools only, no skills, no pipeline.
+"""
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any, Protocol
 
 from livehost.agent import state as st
 from livehost.agent.prompt import RenderedPrompt, Sources, build_context, render
 from livehost.harness.provider import HarnessProvider
+from livehost.react import prompt as react_prompt
 
 FAQ_LIMIT = 3
 MEMORY_LIMIT = 5
 
 
 class FactSource(Protocol):
-    async def product(self, room_id: str, link_id: int) -> dict[str, Any] | None: ...
+    async def product(self, room_id: str, link_id: int, *, scope: str = ...) -> dict[str, Any] | None: ...
 
-    async def faq(self, room_id: str, query: str, link_id: int | None, limit: int) -> list[dict[str, Any]]: ...
+    async def faq(self, room_id: str, query: str, link_id: int | None, limit: int, *,
+                  scope: str = ...) -> list[dict[str, Any]]: ...
 
-    async def memory(self, room_id: str, limit: int) -> list[str]: ...
+    async def memory(self, room_id: str, limit: int, *, scope: str = ...) -> list[str]: ...
 
 
 class PromptHandler:
@@ -28,11 +36,14 @@ class PromptHandler:
 
     async def render(self, state: dict[str, Any]) -> RenderedPrompt:
         harness = await self._harnesses.get(state["harness_version"])
+        if st.is_react(state):
+            return react_prompt.render(harness, state)
         room = st.room(state)
+        scope = st.scope(state)
         link = room.get("current_link")
-        product = await self._facts.product(state["room_id"], int(link)) if link else None
-        faq = await self._facts.faq(state["room_id"], state["merged_text"], link, FAQ_LIMIT)
-        memory = await self._facts.memory(state["room_id"], MEMORY_LIMIT)
+        product = await self._facts.product(state["room_id"], int(link), scope=scope) if link else None
+        faq = await self._facts.faq(state["room_id"], state["merged_text"], link, FAQ_LIMIT, scope=scope)
+        memory = await self._facts.memory(state["room_id"], MEMORY_LIMIT, scope=scope)
         return render(harness, build_context(harness, state, Sources(product, faq, memory)))
 
     async def next_prompt(self, state: dict[str, Any]) -> dict[str, Any]:
@@ -44,8 +55,6 @@ class PromptHandler:
             "text": rendered.text,
             "total_tokens": rendered.total_tokens,
             "sections": [s.__dict__ for s in rendered.sections],
-            "evidence": {"product": rendered.context["product"], "faq": rendered.context["faq"]},
+            "evidence": {"product": rendered.context.get("product"), "faq": rendered.context.get("faq")},
         }, duration_ms=(time.perf_counter() - started) * 1000)
-        import json
-
         return {"state": state, "text": rendered.text, "context_json": json.dumps(rendered.context, default=str)}

@@ -1,4 +1,9 @@
-"""Tool call in, tool result out (no transport code)."""
+"""Tool call in, tool result out (no transport code).
+
+Tools run in the request's catalog scope (room state key ``scope``; ``live`` by default). A sandbox
+scope's faults come from a :class:`~livehost.agent.sandbox.FaultSource` (PostgreSQL in the service),
+so an evaluation case's injected timeouts and malformed results apply on the real path too.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +11,10 @@ import json
 from typing import Any
 
 from livehost.agent import state as st
-from livehost.commerce.executor import ToolContext, ToolExecutor
+from livehost.agent.sandbox import FaultSource
+from livehost.commerce.executor import ToolContext, ToolExecutor, ToolOutcome
+from livehost.commerce.faults import FaultInjector
+from livehost.commerce.store import LIVE_SCOPE
 from livehost.harness.provider import HarnessProvider
 
 
@@ -16,24 +24,38 @@ def viewer(state: dict[str, Any]) -> str:
 
 
 class ToolsHandler:
-    def __init__(self, harnesses: HarnessProvider, executor: ToolExecutor):
+    def __init__(self, harnesses: HarnessProvider, executor: ToolExecutor, faults: FaultSource | None = None):
         self._harnesses = harnesses
         self._executor = executor
+        self._faults = faults
+
+    async def executor_for(self, scope: str) -> ToolExecutor:
+        """The executor of a scope: the shared one, or one with the scope's sandbox faults."""
+        if scope == LIVE_SCOPE or self._faults is None:
+            return self._executor
+        faults = await self._faults.faults_for(scope)
+        if not faults:
+            return self._executor
+        return ToolExecutor(self._executor.store, FaultInjector(faults))
 
     async def execute(self, harness_version: str, tool: str, arguments: dict[str, Any], room_id: str,
-                      user_id: str, request_id: str, idempotency_key: str | None) -> Any:
+                      user_id: str, request_id: str, idempotency_key: str | None,
+                      scope: str = LIVE_SCOPE) -> ToolOutcome:
         harness = await self._harnesses.get(harness_version)
-        ctx = ToolContext(room_id=room_id, user_id=user_id, request_id=request_id, idempotency_key=idempotency_key)
-        return await self._executor.execute(harness, tool, arguments, ctx)
+        ctx = ToolContext(room_id=room_id, user_id=user_id, request_id=request_id, idempotency_key=idempotency_key,
+                          scope=scope)
+        executor = await self.executor_for(scope)
+        return await executor.execute(harness, tool, arguments, ctx)
 
     async def on_call(self, call: dict[str, Any]) -> dict[str, Any]:
         """The ToolResult record for one ToolCall; the result is recorded as a step and the turn advances."""
         state = st.clone(call["state"])
         outcome = await self.execute(state["harness_version"], call["tool"], json.loads(call["arguments_json"]),
-                                     state["room_id"], viewer(state), state["request_id"], call["idempotency_key"])
+                                     state["room_id"], viewer(state), state["request_id"], call["idempotency_key"],
+                                     scope=st.scope(state))
         st.add_step(state, "tool_result", call["tool"], {
             "call_id": call["call_id"], "tool": call["tool"], "ok": outcome.ok, "result": outcome.result,
-            "error_code": outcome.error_code, "error_message": outcome.error_message,
+            "error_code": outcome.error_code, "error_message": outcome.error_message, "fault": outcome.fault,
         }, duration_ms=outcome.duration_ms)
         state["turn"] += 1
         return {"state": state, "call_id": call["call_id"], "tool": call["tool"], "ok": outcome.ok,

@@ -9,6 +9,7 @@ import asyncpg
 import grpc
 from aiokafka import ConsumerRecord
 
+from livehost.agent.sandbox import PostgresFaults
 from livehost.commerce.executor import ToolExecutor
 from livehost.commerce.store import CommerceStore
 from livehost.config import Settings, load_settings
@@ -66,7 +67,7 @@ def build(settings: Settings | None = None) -> ServiceRuntime:
         await migrate(pool)
         holder["pool"] = pool
         holder["harnesses"] = await provider_for(settings, "tools")
-        holder["handler"] = ToolsHandler(holder["harnesses"], ToolExecutor(CommerceStore(pool)))
+        holder["handler"] = ToolsHandler(holder["harnesses"], ToolExecutor(CommerceStore(pool)), PostgresFaults(pool))
 
     async def close() -> None:
         if "pool" in holder:
