@@ -188,24 +188,33 @@ def _sentence_of(text: str, start: int) -> str:
     return text[left + 1: min(ends) if ends else len(text)]
 
 
-def referenced_products(reply: str, case: dict[str, Any]) -> list[dict[str, Any]]:
-    """Products a reply talks about: links it names, titles it mentions, else the current link, else all."""
-    catalog = case.get("catalog") or []
+def _mentioned(text: str, catalog: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
+    """Products a text names: by link number or by title (or the title's last word)."""
     by_link = {i.get("link_id"): i for i in catalog}
     found: dict[int, dict[str, Any]] = {}
-    for m in LINK_REF.finditer(reply):
+    for m in LINK_REF.finditer(text):
         item = by_link.get(int(m.group(1)))
         if item is not None:
             found[item["link_id"]] = item
-    low = reply.lower()
+    low = text.lower()
     for item in catalog:
         title = str(item.get("title", "")).lower()
         last = title.split()[-1] if title.split() else ""
         if title and (title in low or (len(last) > 3 and re.search(rf"\b{re.escape(last)}\b", low))):
             found[item["link_id"]] = item
+    return found
+
+
+def referenced_products(reply: str, case: dict[str, Any]) -> list[dict[str, Any]]:
+    """Products a reply talks about: links or titles the reply names, else those the viewers' comments
+    name (a reply answers the question it was asked), else the current link, else all."""
+    catalog = case.get("catalog") or []
+    found = _mentioned(reply, catalog)
+    if not found:
+        found = _mentioned(" ".join(str(c.get("text", "")) for c in case.get("comments") or []), catalog)
     if found:
         return list(found.values())
-    current = by_link.get((case.get("room") or {}).get("current_link"))
+    current = {i.get("link_id"): i for i in catalog}.get((case.get("room") or {}).get("current_link"))
     return [current] if current else list(catalog)
 
 
