@@ -431,6 +431,9 @@ class _Decider:
         attrs = prod.get("attributes") or {}
         own = stems(" ".join([str(prod.get("title") or ""), str(prod.get("sku") or ""),
                               *map(str, attrs), *(str(v) for v in attrs.values() if isinstance(v, str | list))]))
+        title = {s for s in stems(str(prod.get("title") or "")) if s not in _GENERIC}
+        if title & self.text_stems:
+            return []  # the comment names the product on screen ("the boots"): no search needed
         out: list[str] = []
         for w in words(self.text):
             if len(w) < 3 or w in _STOP or any(ch.isdigit() for ch in w):

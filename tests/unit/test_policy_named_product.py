@@ -88,3 +88,13 @@ def test_no_search_tool_in_the_harness_falls_back_to_the_current_link() -> None:
     harness = Harness.model_validate(data)
     result = run_loop(decide, harness, case("how many kettles are left?"))
     assert result.responded and all(operation(harness, c["name"]) != "product.search" for c in result.tool_calls)
+
+
+def test_the_product_on_screen_named_by_its_title_needs_no_search(harness: Harness) -> None:
+    """Demo regression: in a room showing link 2 (hiking boots), "how many pairs of boots are left?"
+    searched for "pairs" and answered that the product could not be found."""
+    result = run_loop(decide, harness, case("how many pairs of boots are left?", room_id="room-a", current_link=2))
+    ops = calls(harness, result)
+    assert all(op != "product.search" for op, _ in ops), ops
+    assert ("inventory.get", [2]) in ops
+    assert "7" in (result.reply or "") and "couldn't find" not in (result.reply or "")
