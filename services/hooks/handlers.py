@@ -25,11 +25,12 @@ from __future__ import annotations
 
 import itertools
 import json
+import logging
 import re
 from collections import OrderedDict
 from collections.abc import MutableMapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from livehost.agent import state as st
 from livehost.agent.loop import Next, after_action, fallback, terminal
@@ -40,11 +41,29 @@ from livehost.hooks.input import screen_comments
 from livehost.react.loop import after_react_action
 from livehost.topics import REPLIES, REQUESTS, TOOL_CALLS, Topic
 
+log = logging.getLogger(__name__)
+
 QUEUE_LIMIT = 8  # queued requests per room (besides the one in flight)
 ABANDON_GRACE_MS = 5_000  # an in-flight request this long past its deadline with no outcome frees its room
 _ABANDONED_MEMORY = 4096
 
 _URGENT = re.compile(r"\?|\b(how much|price|buy|order|cart|checkout|stock|left|size|coupon)\b", re.I)
+
+
+REACT_ARM = "react"  # an experiment arm that runs the ReAct baseline instead of a harness version
+
+
+@dataclass(frozen=True)
+class Assignment:
+    experiment: str
+    arm: str
+    harness_version: str  # a registry version, or REACT_ARM
+
+
+class Assigner(Protocol):
+    async def assign(self, room_id: str, user_id: str) -> Assignment | None:
+        """The viewer's arm in the running experiment (None when no experiment runs)."""
+        ...
 
 
 @dataclass
@@ -109,9 +128,11 @@ class RoomSchedule:
 
 class HooksHandler:
     def __init__(self, settings: Settings, harnesses: HarnessProvider, rooms: MutableMapping[str, Any],
-                 queue_limit: int = QUEUE_LIMIT, abandon_grace_ms: int = ABANDON_GRACE_MS):
+                 queue_limit: int = QUEUE_LIMIT, abandon_grace_ms: int = ABANDON_GRACE_MS,
+                 assigner: Assigner | None = None):
         self._settings = settings
         self._harnesses = harnesses
+        self._assigner = assigner
         self.rooms = rooms  # room_id -> JSON string of the live-room state (a Faust table in production)
         self.merger = Merger(settings.merge_window_ms, settings.merge_max_batch)
         self.queue_limit = max(0, queue_limit)
@@ -241,12 +262,35 @@ class HooksHandler:
         self._expire(now_ms, done)
         return done
 
+    async def _arm(self, batch: Batch, room: dict[str, Any]) -> tuple[Any, str, dict[str, Any]]:
+        """Harness and policy for a new request: the viewer's experiment arm when an experiment runs
+        (assigned once per user, logged as an exposure), else the room's / global activation."""
+        policy = str(room.get("policy", ""))
+        assignment = None
+        if self._assigner is not None:
+            user = batch.comments[-1]["user_id"]
+            try:
+                assignment = await self._assigner.assign(batch.room_id, user)
+            except Exception:  # experiments must never stop a room
+                log.exception("experiment assignment failed; serving the default arm")
+        if assignment is not None:
+            room = {**room, "experiment": {"name": assignment.experiment, "arm": assignment.arm}}
+            if assignment.harness_version == REACT_ARM:
+                return (await self._harnesses.for_new_request(batch.room_id),
+                        f"{st.REACT_PREFIX}{self._settings.policy_model}", room)
+            try:
+                return await self._harnesses.get(assignment.harness_version), policy, room
+            except KeyError:
+                log.error("experiment %s arm %s: unknown harness version %s; serving the default",
+                          assignment.experiment, assignment.arm, assignment.harness_version)
+        return await self._harnesses.for_new_request(batch.room_id), policy, room
+
     async def _new_state(self, batch: Batch, room: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
-        harness = await self._harnesses.for_new_request(batch.room_id)
+        harness, policy, room = await self._arm(batch, room)
         state = st.new_state(room_id=batch.room_id, harness_version=harness.version(), comments=batch.comments,
                              room=room, ttl_ms=self._settings.request_ttl_ms,
                              time_budget_ms=harness.limits.time_budget_ms, priority=priority(batch.comments),
-                             policy=room.get("policy", ""), created_ms=min(c["ts_ms"] for c in batch.comments))
+                             policy=policy, created_ms=min(c["ts_ms"] for c in batch.comments))
         st.add_step(state, "input", None, {"comments": batch.comments, "event_ids": batch.event_ids,
                                            "collapsed": batch.collapsed, "room": room})
         return harness, state

@@ -25,10 +25,11 @@ from livehost.harness.runtime import provider_for
 from livehost.kafka import ensure_topics, now_ms, wait_for_broker
 from livehost.topics import ACTIONS, DEAD_LETTER, REPLIES, REQUESTS, ROOM_EVENTS, TOOL_CALLS, Topic
 from services.hooks import settings as hooks_settings
-from services.hooks.handlers import Handled, HooksHandler
+from services.hooks.handlers import Assigner, Handled, HooksHandler
 
 Sender = Callable[[Topic, str, dict[str, Any]], Awaitable[None]]
 ProviderFactory = Callable[[Settings], Awaitable[HarnessProvider]]
+AssignerFactory = Callable[[Settings], Awaitable[Assigner | None]]
 Clock = Callable[[], int]
 
 
@@ -44,6 +45,10 @@ class HooksApp:
     rooms: MutableMapping[str, Any]
 
 
+async def _no_assigner(settings: Settings) -> Assigner | None:
+    return None
+
+
 def _emitted(done: Handled) -> list[dict[str, Any]]:
     return [{"topic": e.topic.name, "key": e.key, "record": e.record} for e in done.emits]
 
@@ -52,8 +57,16 @@ async def _registry_provider(settings: Settings) -> HarnessProvider:
     return await provider_for(settings, "hooks")
 
 
+async def _experiment_assigner(settings: Settings) -> Assigner | None:
+    from livehost.experiments.store import ExperimentStore
+    from services.hooks.clients import ExperimentAssigner
+
+    return ExperimentAssigner(await ExperimentStore.connect(settings.postgres_dsn, attempts=None))
+
+
 def build(settings: Settings | None = None, *, sender: Sender | None = None,
-          provider_factory: ProviderFactory | None = None, clock: Clock = now_ms) -> HooksApp:
+          provider_factory: ProviderFactory | None = None, clock: Clock = now_ms,
+          assigner_factory: AssignerFactory | None = None) -> HooksApp:
     settings = settings or load_settings()
     app = make_app(hooks_settings.APP_ID, settings)
     topics = {t.name: faust_topic(app, t) for t in (ROOM_EVENTS, ACTIONS, REQUESTS, TOOL_CALLS, REPLIES, DEAD_LETTER)}
@@ -62,6 +75,8 @@ def build(settings: Settings | None = None, *, sender: Sender | None = None,
     holder: dict[str, HooksHandler] = {}
     lock = asyncio.Lock()
     make_provider = provider_factory or _registry_provider
+    # Live A/B experiments need PostgreSQL; a test that injects its own provider runs without them.
+    make_assigner = assigner_factory or (_experiment_assigner if provider_factory is None else _no_assigner)
 
     async def faust_send(topic: Topic, key: str, record: dict[str, Any]) -> None:
         await send(topics[topic.name], topic, key, record)
@@ -71,7 +86,8 @@ def build(settings: Settings | None = None, *, sender: Sender | None = None,
     async def handler() -> HooksHandler:
         async with lock:
             if "h" not in holder:
-                holder["h"] = HooksHandler(settings, await make_provider(settings), rooms)
+                holder["h"] = HooksHandler(settings, await make_provider(settings), rooms,
+                                           assigner=await make_assigner(settings))
         return holder["h"]
 
     async def emit(done: Handled) -> list[dict[str, Any]]:
