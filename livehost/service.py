@@ -14,9 +14,11 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import asyncpg
 from prometheus_client import start_http_server
 
 from livehost.config import Settings
+from livehost.db import connect_pool, migrate
 from livehost.grpcutil import AddFn, RunningServer, start_server
 from livehost.kafka import ConsumerLoop, Producer, ensure_topics, wait_for_broker
 
@@ -27,6 +29,29 @@ def setup_logging(level: str, service: str) -> None:
     logging.basicConfig(level=level.upper(),
                         format=f"%(asctime)s %(levelname)s {service} %(name)s: %(message)s")
     logging.getLogger("aiokafka").setLevel(logging.WARNING)
+
+
+class Database:
+    """The PostgreSQL pool of a service: opened (and migrated) at start-up, closed at shutdown."""
+
+    def __init__(self, settings: Settings):
+        self._settings = settings
+        self._pool: asyncpg.Pool | None = None
+
+    @property
+    def pool(self) -> asyncpg.Pool:
+        if self._pool is None:
+            raise RuntimeError("the database is not connected yet")
+        return self._pool
+
+    async def open(self) -> None:
+        self._pool = await connect_pool(self._settings.postgres_dsn)
+        await migrate(self._pool)
+
+    async def close(self) -> None:
+        if self._pool is not None:
+            await self._pool.close()
+            self._pool = None
 
 
 @dataclass
@@ -42,6 +67,13 @@ class ServiceRuntime:
     connect: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
     close: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
     server: RunningServer | None = None
+
+    def database(self) -> Database:
+        """A database this service connects to before serving (with backoff) and closes at the end."""
+        db = Database(self.settings)
+        self.connect.append(db.open)
+        self.close.append(db.close)
+        return db
 
 
 async def run(runtime: ServiceRuntime, stop: asyncio.Event | None = None) -> None:

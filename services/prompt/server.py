@@ -5,12 +5,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import asyncpg
 import grpc
 from aiokafka import ConsumerRecord
 
 from livehost.config import Settings, load_settings
-from livehost.db import connect_pool, migrate
 from livehost.gen.livehost.prompt.v1 import prompt_pb2, prompt_pb2_grpc
 from livehost.harness.runtime import provider_for
 from livehost.kafka import ConsumerLoop, Producer
@@ -45,23 +43,16 @@ def build(settings: Settings | None = None) -> ServiceRuntime:
     producer = Producer(settings)
     runtime = ServiceRuntime("prompt", settings, service_settings.grpc_port(settings), producer)
     holder: dict[str, Any] = {}
+    db = runtime.database()
 
     async def connect() -> None:
-        pool: asyncpg.Pool = await connect_pool(settings.postgres_dsn)
-        await migrate(pool)
-        holder["pool"] = pool
-        holder["handler"] = PromptHandler(await provider_for(settings, "prompt"), PostgresFacts(pool))
-
-    async def close() -> None:
-        if "pool" in holder:
-            await holder["pool"].close()
+        holder["handler"] = PromptHandler(await provider_for(settings, "prompt"), PostgresFacts(db.pool))
 
     async def on_record(topic: Topic, record: dict[str, Any], rec: ConsumerRecord) -> None:
         prompt = await holder["handler"].next_prompt(record["state"])
         await producer.send(PROMPTS, prompt["state"]["room_id"], prompt)
 
     runtime.connect.append(connect)
-    runtime.close.append(close)
     runtime.consumers.append(ConsumerLoop(settings, service_settings.GROUP_ID, [REQUESTS, TOOL_RESULTS],
                                           on_record, producer))
     runtime.servicers.append((prompt_pb2_grpc.add_PromptAssemblyServiceServicer_to_server, PromptServicer(holder)))

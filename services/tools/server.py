@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import asyncpg
 import grpc
 from aiokafka import ConsumerRecord
 
@@ -13,7 +12,6 @@ from livehost.agent.sandbox import PostgresFaults
 from livehost.commerce.executor import ToolExecutor
 from livehost.commerce.store import CommerceStore
 from livehost.config import Settings, load_settings
-from livehost.db import connect_pool, migrate
 from livehost.gen.livehost.tools.v1 import tools_pb2, tools_pb2_grpc
 from livehost.harness.runtime import provider_for
 from livehost.kafka import ConsumerLoop, Producer
@@ -61,24 +59,18 @@ def build(settings: Settings | None = None) -> ServiceRuntime:
     producer = Producer(settings)
     runtime = ServiceRuntime("tools", settings, service_settings.grpc_port(settings), producer)
     holder: dict[str, Any] = {}
+    db = runtime.database()
 
     async def connect() -> None:
-        pool: asyncpg.Pool = await connect_pool(settings.postgres_dsn)
-        await migrate(pool)
-        holder["pool"] = pool
+        pool = db.pool
         holder["harnesses"] = await provider_for(settings, "tools")
         holder["handler"] = ToolsHandler(holder["harnesses"], ToolExecutor(CommerceStore(pool)), PostgresFaults(pool))
-
-    async def close() -> None:
-        if "pool" in holder:
-            await holder["pool"].close()
 
     async def on_call(topic: Topic, record: dict[str, Any], rec: ConsumerRecord) -> None:
         result = await holder["handler"].on_call(record)
         await producer.send(TOOL_RESULTS, result["state"]["room_id"], result)
 
     runtime.connect.append(connect)
-    runtime.close.append(close)
     runtime.consumers.append(ConsumerLoop(settings, service_settings.GROUP_ID, [TOOL_CALLS], on_call, producer))
     runtime.servicers.append((tools_pb2_grpc.add_ToolExecutionServiceServicer_to_server, ToolsServicer(holder)))
     return runtime

@@ -14,10 +14,11 @@ import pytest
 from livehost.agent import state as st
 from livehost.config import REPO_ROOT
 from livehost.harness.loader import load
-from livehost.harness.model import Harness, Hook, Tool
+from livehost.harness.model import Harness, Hook
 from livehost.hooks.input import screen_comments
 from livehost.hooks.step import check_action
 from livehost.hooks.verdict import Verdict
+from livehost.training.synthetic import int_arg_tool, reply_skill
 
 HARNESS = load(REPO_ROOT / "harness" / "default")
 
@@ -26,21 +27,10 @@ def hook_of(harness: Harness, kind: str) -> Hook:
     return next(h for h in harness.hooks if h.kind == kind and h.enabled)
 
 
-def reply_skill(harness: Harness) -> str:
-    return next(s.id for s in harness.skills if s.kind == "reply")
-
 
 def strategy_skill(harness: Harness) -> str:
     return next(s.id for s in harness.skills if s.kind == "strategy")
 
-
-def int_arg_tool(harness: Harness) -> tuple[Tool, str]:
-    for tool in harness.tools:
-        props = tool.parameters.get("properties", {})
-        ints = [k for k, v in props.items() if v.get("type") == "integer"]
-        if ints and tool.parameters.get("required") == ints[:1] and not tool.side_effect:
-            return tool, ints[0]
-    raise AssertionError("no tool with one required integer argument")
 
 
 def new_state(harness: Harness, text: str = "how much is link 3?", room: dict[str, Any] | None = None,

@@ -10,24 +10,14 @@ from livehost.agent import state as st
 from livehost.agent.loop import Next, after_action
 from livehost.config import REPO_ROOT
 from livehost.harness.loader import load
-from livehost.harness.model import Harness, Tool
+from livehost.harness.model import Harness
+from livehost.training.synthetic import int_arg_tool, reply_skill
 
 HARNESS = load(REPO_ROOT / "harness" / "default")
 NOW = 2_000
 PRODUCT = {"link_id": 3, "title": "Rain jacket", "price": 299, "currency": "CNY"}
 
 
-def reply_skill(harness: Harness) -> str:
-    return next(s.id for s in harness.skills if s.kind == "reply")
-
-
-def int_arg_tool(harness: Harness) -> tuple[Tool, str]:
-    for tool in harness.tools:
-        props = tool.parameters.get("properties", {})
-        ints = [k for k, v in props.items() if v.get("type") == "integer"]
-        if ints and tool.parameters.get("required") == ints[:1] and not tool.side_effect:
-            return tool, ints[0]
-    raise AssertionError("no tool with one required integer argument")
 
 
 def new_state(harness: Harness) -> dict[str, Any]:
