@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+import asyncpg
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import KafkaConnectionError, KafkaError, TopicAlreadyExistsError
@@ -124,6 +125,13 @@ async def dead_letter(producer: Producer, rec: ConsumerRecord, error: str, consu
     })
 
 
+# Failures of the infrastructure, not of the record: retried, never dead-lettered.
+TRANSIENT: tuple[type[BaseException], ...] = (
+    ConnectionError, asyncio.TimeoutError, KafkaConnectionError,
+    asyncpg.PostgresConnectionError, asyncpg.InterfaceError, asyncpg.CannotConnectNowError,
+    asyncpg.AdminShutdownError, asyncpg.TooManyConnectionsError,
+)
+
 Handler = Callable[[Topic, dict[str, Any], ConsumerRecord], Awaitable[None]]
 
 
@@ -190,8 +198,21 @@ class ConsumerLoop:
         except codec.DecodeError as exc:
             await dead_letter(self.producer, rec, f"decode: {exc}", self.group_id)
             return
-        try:
-            await self.handler(topic, record, rec)
-        except Exception as exc:  # a poison record must not stop the room
-            log.exception("handler failed on %s[%d]@%d", rec.topic, rec.partition, rec.offset)
-            await dead_letter(self.producer, rec, f"handler: {type(exc).__name__}: {exc}", self.group_id)
+        delays = backoff_delays(self.settings.connect_backoff_initial_s, self.settings.connect_backoff_max_s)
+        while True:
+            try:
+                await self.handler(topic, record, rec)
+                return
+            except TRANSIENT as exc:
+                # The database or broker is restarting: wait it out and retry this record (its offset
+                # is not committed meanwhile), rather than dead-lettering an accepted request.
+                if self._stop.is_set():
+                    raise
+                delay = next(delays)
+                log.warning("transient failure on %s[%d]@%d (%s: %s); retrying in %.1fs", rec.topic,
+                            rec.partition, rec.offset, type(exc).__name__, exc, delay)
+                await asyncio.sleep(delay)
+            except Exception as exc:  # a poison record must not stop the room
+                log.exception("handler failed on %s[%d]@%d", rec.topic, rec.partition, rec.offset)
+                await dead_letter(self.producer, rec, f"handler: {type(exc).__name__}: {exc}", self.group_id)
+                return

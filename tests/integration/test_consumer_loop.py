@@ -1,0 +1,78 @@
+"""The shared consumer loop: infrastructure failures are retried (the record is not lost), a record
+that fails by itself goes to the dead-letter topic, and the loop keeps going."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiokafka import AIOKafkaConsumer
+
+from livehost import codec
+from livehost.config import Settings
+from livehost.kafka import ConsumerLoop, Producer, ensure_topics, now_ms
+from livehost.stack.testing import running_kafka
+from livehost.topics import DEAD_LETTER, ROOM_EVENTS, Topic
+
+pytestmark = pytest.mark.integration
+
+
+def event(text: str) -> dict[str, Any]:
+    return {"event_id": uuid.uuid4().hex, "room_id": "room-x", "type": "comment", "ts_ms": now_ms(),
+            "user_id": "u", "text": text, "link_id": None, "campaign_json": None, "viewer_count": None}
+
+
+async def dead_letters(settings: Settings, seconds: float) -> list[dict[str, Any]]:
+    consumer = AIOKafkaConsumer(DEAD_LETTER.name, bootstrap_servers=settings.kafka_bootstrap,
+                                group_id=uuid.uuid4().hex, auto_offset_reset="earliest", fetch_max_wait_ms=10)
+    await consumer.start()
+    out = []
+    try:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            for records in (await consumer.getmany(timeout_ms=200)).values():
+                out += [codec.decode(DEAD_LETTER.schema, r.value) for r in records]
+    finally:
+        await consumer.stop()
+    return out
+
+
+async def test_transient_failures_are_retried_and_poison_records_dead_lettered(tmp_path: Path) -> None:
+    with running_kafka(tmp_path) as bootstrap:
+        settings = Settings(kafka_bootstrap=bootstrap, connect_backoff_initial_s=0.05, connect_backoff_max_s=0.2)
+        await ensure_topics(settings)
+        producer = Producer(settings)
+        await producer.start()
+        calls: dict[str, int] = {}
+        handled: list[str] = []
+        done = asyncio.Event()
+
+        async def handler(topic: Topic, record: dict[str, Any], rec: Any) -> None:
+            text = record["text"]
+            calls[text] = calls.get(text, 0) + 1
+            if text == "flaky" and calls[text] < 3:
+                raise ConnectionError("database restarting")
+            if text == "poison":
+                raise ValueError("cannot handle this record")
+            handled.append(text)
+            if text == "after":
+                done.set()
+
+        loop = ConsumerLoop(settings, "test-loop", [ROOM_EVENTS], handler, producer)
+        task = asyncio.create_task(loop.run())
+        try:
+            for text in ("flaky", "poison", "after"):
+                await producer.send(ROOM_EVENTS, "room-x", event(text))
+            await asyncio.wait_for(done.wait(), 20)
+        finally:
+            loop.stop()
+            await asyncio.wait_for(task, 10)
+        assert handled == ["flaky", "after"]
+        assert calls["flaky"] == 3, "a transient failure must be retried, not dropped"
+        dead = await dead_letters(settings, 2.0)
+        assert [d["error"] for d in dead] == ["handler: ValueError: cannot handle this record"]
+        await producer.stop()
