@@ -85,3 +85,26 @@ async def dead_letter(dlq_topic: Any, source: Topic, event: Any, error: str, con
 
 def decode_event(source: Topic, value: bytes | None) -> dict[str, Any]:
     return codec.decode(source.schema, value)
+
+
+def run_worker(name: str, create_app: Any) -> None:
+    """Entry point of a Faust processor: wait for the broker, ensure topics, serve metrics, run."""
+    import asyncio
+
+    from prometheus_client import start_http_server
+
+    from livehost.config import load_settings
+    from livehost.kafka import ensure_topics, wait_for_broker
+
+    settings = load_settings()
+
+    async def prepare() -> None:
+        await wait_for_broker(settings)
+        await ensure_topics(settings)
+
+    asyncio.run(prepare())
+    if settings.metrics_port:
+        start_http_server(settings.metrics_port, addr=settings.grpc_host)
+    app = create_app(settings)
+    print(f"STARTING {name}", flush=True)
+    faust.Worker(app, loglevel=settings.log_level.lower(), quiet=True).execute_from_commandline()

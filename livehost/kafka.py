@@ -19,7 +19,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import KafkaConnectionError, KafkaError, TopicAlreadyExistsError
 
-from livehost import codec
+from livehost import codec, metrics
 from livehost.config import Settings
 from livehost.retry import backoff_delays
 from livehost.topics import ALL_TOPICS, DEAD_LETTER, Topic, by_name
@@ -196,23 +196,29 @@ class ConsumerLoop:
         try:
             record = codec.decode(topic.schema, rec.value)
         except codec.DecodeError as exc:
+            metrics.RECORDS.labels(self.group_id, rec.topic, "dead_letter").inc()
             await dead_letter(self.producer, rec, f"decode: {exc}", self.group_id)
             return
         delays = backoff_delays(self.settings.connect_backoff_initial_s, self.settings.connect_backoff_max_s)
         while True:
+            started = time.perf_counter()
             try:
                 await self.handler(topic, record, rec)
+                metrics.HANDLE_SECONDS.labels(self.group_id, rec.topic).observe(time.perf_counter() - started)
+                metrics.RECORDS.labels(self.group_id, rec.topic, "ok").inc()
                 return
             except TRANSIENT as exc:
                 # The database or broker is restarting: wait it out and retry this record (its offset
                 # is not committed meanwhile), rather than dead-lettering an accepted request.
                 if self._stop.is_set():
                     raise
+                metrics.RECORDS.labels(self.group_id, rec.topic, "retry").inc()
                 delay = next(delays)
                 log.warning("transient failure on %s[%d]@%d (%s: %s); retrying in %.1fs", rec.topic,
                             rec.partition, rec.offset, type(exc).__name__, exc, delay)
                 await asyncio.sleep(delay)
             except Exception as exc:  # a poison record must not stop the room
                 log.exception("handler failed on %s[%d]@%d", rec.topic, rec.partition, rec.offset)
+                metrics.RECORDS.labels(self.group_id, rec.topic, "dead_letter").inc()
                 await dead_letter(self.producer, rec, f"handler: {type(exc).__name__}: {exc}", self.group_id)
                 return

@@ -35,6 +35,7 @@ class Proc:
     pid: int
     log_path: Path
     grpc_target: str | None = None
+    metrics_url: str = ""
 
 
 @dataclass
@@ -55,11 +56,14 @@ class Supervisor:
                 port = getattr(self.settings, f"{name}_grpc_port") or free_port()
                 svc_env[f"LIVEHOST_{name.upper()}_GRPC_PORT"] = str(port)
                 target = f"{self.settings.grpc_host}:{port}"
+            metrics_port = free_port()  # every service serves Prometheus metrics on its own port
+            svc_env["LIVEHOST_METRICS_PORT"] = str(metrics_port)
             log_path = self.log_dir / f"{name}.log"
             log_path.parent.mkdir(parents=True, exist_ok=True)
             log_path.write_text("")
             proc = start_detached([sys.executable, "-m", f"services.{name}"], log_path, env=svc_env, cwd=REPO_ROOT)
-            self.procs[name] = Proc(name, proc.pid, log_path, target)
+            self.procs[name] = Proc(name, proc.pid, log_path, target,
+                                    f"http://{self.settings.grpc_host}:{metrics_port}/metrics")
 
     def _ready(self, proc: Proc) -> bool:
         if proc.grpc_target is not None:

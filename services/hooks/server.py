@@ -10,19 +10,19 @@ test — and source events are acknowledged only after their records were sent.
 from __future__ import annotations
 
 import asyncio
-import time
+import json
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
 from typing import Any
 
 import faust
 
-from livehost import codec
+from livehost import codec, metrics
 from livehost.config import Settings, load_settings
-from livehost.faustutil import dead_letter, faust_topic, make_app, send
+from livehost.faustutil import dead_letter, faust_topic, make_app, run_worker, send
 from livehost.harness.provider import HarnessProvider
 from livehost.harness.runtime import provider_for
-from livehost.kafka import ensure_topics, now_ms, wait_for_broker
+from livehost.kafka import now_ms
 from livehost.topics import ACTIONS, DEAD_LETTER, REPLIES, REQUESTS, ROOM_EVENTS, TOOL_CALLS, Topic
 from services.hooks import settings as hooks_settings
 from services.hooks.handlers import Assigner, Handled, HooksHandler
@@ -47,6 +47,17 @@ class HooksApp:
 
 async def _no_assigner(settings: Settings) -> Assigner | None:
     return None
+
+
+def observe_outcome(reply: dict[str, Any]) -> None:
+    """Metrics of a terminal outcome: the outcome, its latency, and the request's hook verdicts."""
+    state, outcome = reply["state"], reply["outcome"]
+    metrics.OUTCOMES.labels(outcome).inc()
+    metrics.REQUEST_SECONDS.labels(outcome).observe(max(0, reply["completed_ms"] - state["created_ms"]) / 1000)
+    for step in state["steps"]:
+        if step["kind"] in ("hook_verdict", "input_hook"):
+            data = json.loads(step["data_json"])
+            metrics.HOOK_VERDICTS.labels(data.get("kind", "?"), data.get("verdict", "?")).inc()
 
 
 def _emitted(done: Handled) -> list[dict[str, Any]]:
@@ -93,6 +104,8 @@ def build(settings: Settings | None = None, *, sender: Sender | None = None,
     async def emit(done: Handled) -> list[dict[str, Any]]:
         for e in done.emits:
             await out(e.topic, e.key, e.record)
+            if e.topic is REPLIES:
+                observe_outcome(e.record)
         for token in done.tokens:
             token.ack()
         return _emitted(done)
@@ -159,15 +172,4 @@ def create_app(settings: Settings | None = None, *, sender: Sender | None = None
 
 
 def main() -> None:
-    settings = load_settings()
-    started = time.monotonic()
-    asyncio.run(_prepare(settings))
-    app = create_app(settings)
-    print(f"STARTING hooks (broker ready after {time.monotonic() - started:.1f}s)", flush=True)
-    worker = faust.Worker(app, loglevel=settings.log_level.lower(), quiet=True)
-    worker.execute_from_commandline()
-
-
-async def _prepare(settings: Settings) -> None:
-    await wait_for_broker(settings)
-    await ensure_topics(settings)
+    run_worker("hooks", create_app)

@@ -29,8 +29,8 @@ import faust
 from livehost import codec
 from livehost.config import Settings, load_settings
 from livehost.db import connect_pool, migrate
-from livehost.faustutil import dead_letter, faust_topic, make_app, send
-from livehost.kafka import ensure_topics, now_ms, wait_for_broker
+from livehost.faustutil import dead_letter, faust_topic, make_app, run_worker, send
+from livehost.kafka import now_ms
 from livehost.retry import backoff_delays
 from livehost.topics import DEAD_LETTER, REPLIES, TRAJECTORIES, Topic
 from services.trajectories import settings as traj_settings
@@ -164,13 +164,4 @@ def create_app(settings: Settings | None = None, *, store_factory: StoreFactory 
 
 
 def main() -> None:
-    settings = load_settings()
-    asyncio.run(_prepare(settings))
-    app = create_app(settings)
-    print("STARTING trajectories", flush=True)
-    faust.Worker(app, loglevel=settings.log_level.lower(), quiet=True).execute_from_commandline()
-
-
-async def _prepare(settings: Settings) -> None:
-    await wait_for_broker(settings)
-    await ensure_topics(settings)
+    run_worker("trajectories", create_app)

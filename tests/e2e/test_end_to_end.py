@@ -199,3 +199,25 @@ def test_independent_client_lists_declared_topics(system: System) -> None:
     for topic in ALL_TOPICS:
         assert topic.name in metadata.topics, f"{topic.name} missing from the broker's metadata"
         assert len(metadata.topics[topic.name].partitions) == topic.partitions
+
+
+def _metric(url: str, name: str, **labels: str) -> float:
+    import urllib.request
+
+    text = urllib.request.urlopen(url, timeout=5).read().decode()
+    total = 0.0
+    for line in text.splitlines():
+        if line.startswith(name + "{") and all(f'{k}="{v}"' in line for k, v in labels.items()):
+            total += float(line.rsplit(" ", 1)[1])
+    return total
+
+
+async def test_services_export_prometheus_metrics(system: System) -> None:
+    event_id = await publish_comment(system, "room-a", "u-metrics", "how much is link 3?")
+    assert await reply_for(system, event_id) is not None
+    procs = system.supervisor.procs
+    assert _metric(procs["hooks"].metrics_url, "livehost_request_outcomes_total", outcome="reply") >= 1
+    assert _metric(procs["hooks"].metrics_url, "livehost_hook_verdicts_total", verdict="pass") >= 1
+    assert _metric(procs["prompt"].metrics_url, "livehost_records_total", group="livehost-prompt", result="ok") >= 1
+    assert _metric(procs["policy"].metrics_url, "livehost_record_handle_seconds_count",
+                   group="livehost-policy") >= 1
