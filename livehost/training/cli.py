@@ -1,4 +1,4 @@
-"""Command line of the training team: ``livehost trajectories export`` and ``livehost augment``.
+"""Command line of the training team: ``livehost trajectories export|score`` and ``livehost augment``.
 
 Mounted by livehost/cli.py::
 
@@ -18,7 +18,8 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-trajectories_app = typer.Typer(help="Export recorded trajectories for training (sft, rl, raw).", no_args_is_help=True)
+trajectories_app = typer.Typer(help="Export recorded trajectories for training (sft, rl, raw) and score rewards.",
+                               no_args_is_help=True)
 augment_app = typer.Typer(help="Harness-State Augmentation: harness variants and rewritten trajectories.",
                           invoke_without_command=True)
 console = Console(stderr=True)
@@ -26,7 +27,7 @@ console = Console(stderr=True)
 
 @trajectories_app.callback()
 def trajectories_group() -> None:
-    """Export recorded trajectories for training (sft, rl, raw)."""
+    """Export recorded trajectories for training (sft, rl, raw) and score their rewards."""
 
 
 @trajectories_app.command("export")
@@ -77,6 +78,52 @@ def export_cmd(
         console.print(f"  retries: {stats.trimmed} trimmed to the final behaviour, {stats.kept_whole} kept whole")
     for why, n in sorted(stats.skipped.items()):
         console.print(f"  skipped {n}: {why}")
+
+
+@trajectories_app.command("score")
+def score_cmd(
+    since: Annotated[str, typer.Option(help="Only requests created at/after this time (ISO 8601 or epoch ms/s).")] = "",
+    until: Annotated[str, typer.Option(help="Only requests created before this time (ISO 8601 or epoch ms/s).")] = "",
+    harness_version: Annotated[str, typer.Option(help="Only requests pinned to this harness version.")] = "",
+    room: Annotated[str, typer.Option(help="Only this room.")] = "",
+    rescore: Annotated[bool, typer.Option(
+        "--rescore", help="Score again and overwrite existing rewards (default: only unscored requests).")] = False,
+    dsn: Annotated[str, typer.Option(help="PostgreSQL DSN (default: LIVEHOST_POSTGRES_DSN).")] = "",
+    harness_folder: Annotated[Path | None, typer.Option(
+        help="Shipped harness folder used when the registry lacks a version (default: LIVEHOST_HARNESS_PATH).")] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+) -> None:
+    """Compute training rewards from stored trajectories into trajectory_rewards (read by the rl export)."""
+    from rich.table import Table
+
+    from livehost.config import load_settings
+    from livehost.training.export import ExportFilter, parse_time
+    from livehost.training.rewards import JUDGE, REWARD_COLUMNS, score_stored
+
+    settings = load_settings()
+    try:
+        flt = ExportFilter(since_ms=parse_time(since), until_ms=parse_time(until),
+                           harness_version=harness_version or None, room=room or None)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from None
+    progress = Progress(TextColumn("[bold]scoring[/]"), BarColumn(), MofNCompleteColumn(),
+                        TimeElapsedColumn(), TimeRemainingColumn(), console=console, disable=quiet, transient=False)
+    with progress:
+        task = progress.add_task("rows", total=None)
+        stats = asyncio.run(score_stored(
+            dsn or settings.postgres_dsn, flt, rescore=rescore,
+            harness_folder=harness_folder or settings.harness_path,
+            on_total=lambda n: progress.update(task, total=n),
+            on_progress=lambda n: progress.advance(task, n)))
+    console.print(f"scored {stats.scored} of {stats.matched} trajectories with {JUDGE}"
+                  + (f" ({stats.kept} already scored, kept; --rescore to overwrite)" if stats.kept else ""))
+    table = Table(title=f"mean rewards over {stats.rewarded} scored trajectories")
+    table.add_column("component")
+    table.add_column("mean", justify="right")
+    for key in REWARD_COLUMNS:
+        value = stats.means.get(key)
+        table.add_row(key, "-" if value is None else f"{value:.3f}")
+    console.print(table)
 
 
 async def _resolve_harness(ref: str, dsn: str, folder: Path) -> Any:

@@ -9,7 +9,7 @@ Harness versions: SFT lines carry the tool definitions of the version the reques
 from the harness registry (``Registry.harness``) or, when the registry does not know it, from the
 shipped folder if that folder *is* that version. Requests of an unknown version are skipped and counted.
 
-Rewards: when a ``trajectory_rewards`` table exists (written by the evaluation judge; see
+Rewards: when a ``trajectory_rewards`` table exists (written by ``livehost trajectories score``; see
 docs/training.md), RL lines carry its components; otherwise ``reward`` is null.
 """
 

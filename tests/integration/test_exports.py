@@ -112,12 +112,11 @@ async def test_rewards_from_the_judge_table(dsn: str, tmp_path: Path) -> None:
     try:
         first = await conn.fetchval("SELECT request_id FROM trajectories WHERE room_id = 'room-b'"
                                     " ORDER BY created_ms LIMIT 1")
-        await conn.execute("CREATE TABLE trajectory_rewards (request_id text PRIMARY KEY, accuracy real,"
-                           " effectiveness real, tool_rationality real, skill_selection real, judge text)")
-        await conn.execute("INSERT INTO trajectory_rewards VALUES ($1, 1, 0.5, 0.75, 1, 'judge-v1')", first)
+        await conn.execute("INSERT INTO trajectory_rewards (request_id, accuracy, effectiveness, tool_rationality,"
+                           " skill_selection, judge) VALUES ($1, 1, 0.5, 0.75, 1, 'judge-v1')", first)
         await export(dsn, "rl", out, ExportFilter(room="room-b"))
     finally:
-        await conn.execute("DROP TABLE IF EXISTS trajectory_rewards")
+        await conn.execute("DELETE FROM trajectory_rewards")
         await conn.close()
     lines = read(out)
     judged = [x for x in lines if x["reward"] is not None]
