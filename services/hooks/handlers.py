@@ -249,6 +249,8 @@ class HooksHandler:
             room["current_link"] = event.get("link_id")
         elif event["type"] == "campaign_change":
             room["campaign"] = json.loads(event.get("campaign_json") or "null")
+        elif event["type"] == "room_config":
+            room["policy"] = event.get("policy") or ""  # the agent of this room's new requests
         if event.get("viewer_count") is not None:
             room["viewer_count"] = event["viewer_count"]
         self.rooms[room_id] = json.dumps(room, sort_keys=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import unicodedata
 import uuid
 from typing import Any
@@ -67,3 +68,16 @@ def campaign_event(room_id: str, campaign_json: str, client_event_id: str | None
     return {"event_id": client_event_id or f"ev-{uuid.uuid4().hex[:16]}", "room_id": room_id,
             "type": "campaign_change", "ts_ms": now_ms(), "user_id": None, "text": None, "link_id": None,
             "campaign_json": json.dumps(campaign, sort_keys=True), "viewer_count": None}
+
+
+POLICY_PATTERN = re.compile(r"^(react:)?[A-Za-z0-9_.-]{0,64}$")
+
+
+def room_config_event(room_id: str, policy: str, client_event_id: str | None = None) -> dict[str, Any]:
+    room_id = _require_id("room_id", room_id)
+    policy = (policy or "").strip()
+    if not POLICY_PATTERN.match(policy):
+        raise InvalidEvent("policy must be a model name, react:<model>, or empty for the default")
+    return {"event_id": client_event_id or f"ev-{uuid.uuid4().hex[:16]}", "room_id": room_id,
+            "type": "room_config", "ts_ms": now_ms(), "user_id": None, "text": None, "link_id": None,
+            "campaign_json": None, "viewer_count": None, "policy": policy}

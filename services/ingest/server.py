@@ -42,8 +42,10 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
                 event = handlers.product_switch_event(request.room_id, request.product_switch.link_id, client_id)
             elif which == "campaign_change":
                 event = handlers.campaign_event(request.room_id, request.campaign_change.campaign_json, client_id)
+            elif which == "room_config":
+                event = handlers.room_config_event(request.room_id, request.room_config.policy, client_id)
             else:
-                raise handlers.InvalidEvent("event is required: product_switch or campaign_change")
+                raise handlers.InvalidEvent("event is required: product_switch, campaign_change or room_config")
         except handlers.InvalidEvent as exc:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
         return await self._publish(event)

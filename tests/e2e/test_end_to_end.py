@@ -221,3 +221,27 @@ async def test_services_export_prometheus_metrics(system: System) -> None:
     assert _metric(procs["prompt"].metrics_url, "livehost_records_total", group="livehost-prompt", result="ok") >= 1
     assert _metric(procs["policy"].metrics_url, "livehost_record_handle_seconds_count",
                    group="livehost-policy") >= 1
+
+
+async def test_room_config_switches_a_room_to_the_react_baseline(system: System) -> None:
+    target = system.supervisor.procs["ingest"].grpc_target
+    assert target
+    async with make_channel(target) as channel:
+        stub = ingest_pb2_grpc.IngestServiceStub(channel)
+
+        async def configure(policy: str) -> None:
+            await stub.SubmitRoomEvent(ingest_pb2.SubmitRoomEventRequest(
+                room_id="room-b", room_config=ingest_pb2.RoomConfig(policy=policy)))
+
+        await configure("react:policy_reference")
+        try:
+            event_id = await publish_comment(system, "room-b", "u-react", "how much is the kettle on link 2?")
+            reply = await reply_for(system, event_id)
+        finally:
+            await configure("")
+        with pytest.raises(grpc.aio.AioRpcError) as err:
+            await configure("react:../../etc")
+        assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert reply is not None and reply["outcome"] == "reply", reply
+    assert reply["state"]["policy"] == "react:policy_reference" and not reply["state"]["loaded_skills"]
+    assert "129" in reply["text"]

@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1flivehost/ingest/v1/ingest.proto\x12\x12livehost.ingest.v1\"x\n\x14SubmitCommentRequest\x12\x0f\n\x07room_id\x18\x01 \x01(\t\x12\x0f\n\x07user_id\x18\x02 \x01(\t\x12\x0c\n\x04text\x18\x03 \x01(\t\x12\x1c\n\x0f\x63lient_event_id\x18\x04 \x01(\tH\x00\x88\x01\x01\x42\x12\n\x10_client_event_id\"^\n\x15SubmitCommentResponse\x12\x10\n\x08\x65vent_id\x18\x01 \x01(\t\x12\x10\n\x08\x61\x63\x63\x65pted\x18\x02 \x01(\x08\x12\x11\n\tpartition\x18\x03 \x01(\x05\x12\x0e\n\x06offset\x18\x04 \x01(\x03\" \n\rProductSwitch\x12\x0f\n\x07link_id\x18\x01 \x01(\x05\"\'\n\x0e\x43\x61mpaignChange\x12\x15\n\rcampaign_json\x18\x01 \x01(\t\"\xe0\x01\n\x16SubmitRoomEventRequest\x12\x0f\n\x07room_id\x18\x01 \x01(\t\x12\x1c\n\x0f\x63lient_event_id\x18\x02 \x01(\tH\x01\x88\x01\x01\x12;\n\x0eproduct_switch\x18\x03 \x01(\x0b\x32!.livehost.ingest.v1.ProductSwitchH\x00\x12=\n\x0f\x63\x61mpaign_change\x18\x04 \x01(\x0b\x32\".livehost.ingest.v1.CampaignChangeH\x00\x42\x07\n\x05\x65ventB\x12\n\x10_client_event_id2\xdf\x01\n\rIngestService\x12\x64\n\rSubmitComment\x12(.livehost.ingest.v1.SubmitCommentRequest\x1a).livehost.ingest.v1.SubmitCommentResponse\x12h\n\x0fSubmitRoomEvent\x12*.livehost.ingest.v1.SubmitRoomEventRequest\x1a).livehost.ingest.v1.SubmitCommentResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1flivehost/ingest/v1/ingest.proto\x12\x12livehost.ingest.v1\"x\n\x14SubmitCommentRequest\x12\x0f\n\x07room_id\x18\x01 \x01(\t\x12\x0f\n\x07user_id\x18\x02 \x01(\t\x12\x0c\n\x04text\x18\x03 \x01(\t\x12\x1c\n\x0f\x63lient_event_id\x18\x04 \x01(\tH\x00\x88\x01\x01\x42\x12\n\x10_client_event_id\"^\n\x15SubmitCommentResponse\x12\x10\n\x08\x65vent_id\x18\x01 \x01(\t\x12\x10\n\x08\x61\x63\x63\x65pted\x18\x02 \x01(\x08\x12\x11\n\tpartition\x18\x03 \x01(\x05\x12\x0e\n\x06offset\x18\x04 \x01(\x03\" \n\rProductSwitch\x12\x0f\n\x07link_id\x18\x01 \x01(\x05\"\'\n\x0e\x43\x61mpaignChange\x12\x15\n\rcampaign_json\x18\x01 \x01(\t\"\x1c\n\nRoomConfig\x12\x0e\n\x06policy\x18\x01 \x01(\t\"\x97\x02\n\x16SubmitRoomEventRequest\x12\x0f\n\x07room_id\x18\x01 \x01(\t\x12\x1c\n\x0f\x63lient_event_id\x18\x02 \x01(\tH\x01\x88\x01\x01\x12;\n\x0eproduct_switch\x18\x03 \x01(\x0b\x32!.livehost.ingest.v1.ProductSwitchH\x00\x12=\n\x0f\x63\x61mpaign_change\x18\x04 \x01(\x0b\x32\".livehost.ingest.v1.CampaignChangeH\x00\x12\x35\n\x0broom_config\x18\x05 \x01(\x0b\x32\x1e.livehost.ingest.v1.RoomConfigH\x00\x42\x07\n\x05\x65ventB\x12\n\x10_client_event_id2\xdf\x01\n\rIngestService\x12\x64\n\rSubmitComment\x12(.livehost.ingest.v1.SubmitCommentRequest\x1a).livehost.ingest.v1.SubmitCommentResponse\x12h\n\x0fSubmitRoomEvent\x12*.livehost.ingest.v1.SubmitRoomEventRequest\x1a).livehost.ingest.v1.SubmitCommentResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -39,8 +39,10 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_PRODUCTSWITCH']._serialized_end=305
   _globals['_CAMPAIGNCHANGE']._serialized_start=307
   _globals['_CAMPAIGNCHANGE']._serialized_end=346
-  _globals['_SUBMITROOMEVENTREQUEST']._serialized_start=349
-  _globals['_SUBMITROOMEVENTREQUEST']._serialized_end=573
-  _globals['_INGESTSERVICE']._serialized_start=576
-  _globals['_INGESTSERVICE']._serialized_end=799
+  _globals['_ROOMCONFIG']._serialized_start=348
+  _globals['_ROOMCONFIG']._serialized_end=376
+  _globals['_SUBMITROOMEVENTREQUEST']._serialized_start=379
+  _globals['_SUBMITROOMEVENTREQUEST']._serialized_end=658
+  _globals['_INGESTSERVICE']._serialized_start=661
+  _globals['_INGESTSERVICE']._serialized_end=884
 # @@protoc_insertion_point(module_scope)

@@ -41,14 +41,22 @@ class CampaignChange(_message.Message):
     campaign_json: str
     def __init__(self, campaign_json: _Optional[str] = ...) -> None: ...
 
+class RoomConfig(_message.Message):
+    __slots__ = ("policy",)
+    POLICY_FIELD_NUMBER: _ClassVar[int]
+    policy: str
+    def __init__(self, policy: _Optional[str] = ...) -> None: ...
+
 class SubmitRoomEventRequest(_message.Message):
-    __slots__ = ("room_id", "client_event_id", "product_switch", "campaign_change")
+    __slots__ = ("room_id", "client_event_id", "product_switch", "campaign_change", "room_config")
     ROOM_ID_FIELD_NUMBER: _ClassVar[int]
     CLIENT_EVENT_ID_FIELD_NUMBER: _ClassVar[int]
     PRODUCT_SWITCH_FIELD_NUMBER: _ClassVar[int]
     CAMPAIGN_CHANGE_FIELD_NUMBER: _ClassVar[int]
+    ROOM_CONFIG_FIELD_NUMBER: _ClassVar[int]
     room_id: str
     client_event_id: str
     product_switch: ProductSwitch
     campaign_change: CampaignChange
-    def __init__(self, room_id: _Optional[str] = ..., client_event_id: _Optional[str] = ..., product_switch: _Optional[_Union[ProductSwitch, _Mapping]] = ..., campaign_change: _Optional[_Union[CampaignChange, _Mapping]] = ...) -> None: ...
+    room_config: RoomConfig
+    def __init__(self, room_id: _Optional[str] = ..., client_event_id: _Optional[str] = ..., product_switch: _Optional[_Union[ProductSwitch, _Mapping]] = ..., campaign_change: _Optional[_Union[CampaignChange, _Mapping]] = ..., room_config: _Optional[_Union[RoomConfig, _Mapping]] = ...) -> None: ...
