@@ -220,17 +220,23 @@ def wait_exit(pid: int, timeout: float, cmd_match: str | None = None) -> bool:
 
 
 def stop_pid(pid: int, timeout: float = 10.0, cmd_match: str | None = None) -> None:
-    """SIGTERM ``pid``, SIGKILL its process group after ``timeout``, then kill any leftovers of the group."""
-    if pid_alive(pid, cmd_match):
+    """SIGTERM ``pid``, SIGKILL its process group after ``timeout``, then kill any leftovers of the group.
+
+    Nothing is signalled unless ``pid`` is alive (and matches ``cmd_match``): a stale pid may since
+    belong to another process, and its group must not be killed."""
+    if not pid_alive(pid, cmd_match):
+        _reap(pid)
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGTERM)
+    if not wait_exit(pid, timeout, cmd_match):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, signal.SIGKILL)
         with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGTERM)
-        if not wait_exit(pid, timeout, cmd_match):
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(pid, signal.SIGKILL)
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-            wait_exit(pid, 5.0, cmd_match)
-    # Children of the group (e.g. Triton's python-backend stubs) must not outlive the leader.
+            os.kill(pid, signal.SIGKILL)
+        wait_exit(pid, 5.0, cmd_match)
+    # Children of the group (e.g. Triton's python-backend stubs) must not outlive the leader. The
+    # group id is the leader's pid (started in its own session), still reserved while it is a zombie.
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)
     _reap(pid)

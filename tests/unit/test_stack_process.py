@@ -93,7 +93,7 @@ def test_start_detached_logs_and_stop_pid_terminates(tmp_path: Path) -> None:
     while "hi" not in log.read_text() and time.monotonic() < deadline:
         time.sleep(0.02)
     assert "hi" in log.read_text() and "=== " in log.read_text()
-    assert pid_alive(proc.pid, "time.sleep")
+    assert pid_alive(proc.pid, "time.sleep"), f"exited early: rc={proc.poll()} log={log.read_text()!r}"
     assert not pid_alive(proc.pid, "no-such-command")
     stop_pid(proc.pid, 5.0)
     assert not pid_alive(proc.pid)
