@@ -89,10 +89,14 @@ def test_record_roundtrip(tmp_path: Path) -> None:
 def test_start_detached_logs_and_stop_pid_terminates(tmp_path: Path) -> None:
     log = tmp_path / "p.log"
     proc = start_detached([sys.executable, "-c", "print('hi', flush=True); import time; time.sleep(60)"], log)
-    deadline = time.monotonic() + 5
-    while "hi" not in log.read_text() and time.monotonic() < deadline:
+    deadline = time.monotonic() + 10
+
+    def printed() -> bool:  # the line itself, not the header (which quotes the command)
+        return "hi" in log.read_text().splitlines()
+
+    while not printed() and time.monotonic() < deadline:
         time.sleep(0.02)
-    assert "hi" in log.read_text() and "=== " in log.read_text()
+    assert printed() and "=== " in log.read_text()
     assert pid_alive(proc.pid, "time.sleep"), f"exited early: rc={proc.poll()} log={log.read_text()!r}"
     assert not pid_alive(proc.pid, "no-such-command")
     stop_pid(proc.pid, 5.0)
