@@ -13,8 +13,8 @@ from livehost.stack.process import (
     Running,
     StackError,
     busy_ports_hint,
+    healthy_if,
     pick_ports,
-    pid_alive,
     run_async,
     start_detached,
     stop_pid,
@@ -68,12 +68,7 @@ def probe(servers: str, timeout_ms: int = 2000) -> bool:
 
 
 def healthy(rec: Running) -> bool:
-    if not pid_alive(rec.pid, rec.cmd_match):
-        return False
-    try:
-        return probe(bootstrap(rec))
-    except Exception:
-        return False
+    return healthy_if(rec, lambda: probe(bootstrap(rec)))
 
 
 def env(rec: Running) -> dict[str, str]:

@@ -26,6 +26,7 @@ from livehost.stack.process import (
     Running,
     StackError,
     busy_ports_hint,
+    healthy_if,
     pick_ports,
     pid_alive,
     run_async,
@@ -207,12 +208,7 @@ def probe(url: str) -> bool:
 
 
 def healthy(rec: Running) -> bool:
-    if not pid_alive(rec.pid, rec.cmd_match):
-        return False
-    try:
-        return probe(dsn(rec))
-    except Exception:
-        return False
+    return healthy_if(rec, lambda: probe(dsn(rec)))
 
 
 def env(rec: Running) -> dict[str, str]:

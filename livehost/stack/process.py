@@ -242,6 +242,16 @@ def stop_pid(pid: int, timeout: float = 10.0, cmd_match: str | None = None) -> N
     _reap(pid)
 
 
+def healthy_if(rec: Running, probe: Callable[[], bool]) -> bool:
+    """The component's recorded process is ours and alive, and its probe answers."""
+    if not pid_alive(rec.pid, rec.cmd_match):
+        return False
+    try:
+        return probe()
+    except Exception:
+        return False
+
+
 def run_async(factory: Callable[[], Awaitable[T]]) -> T:
     """Run a coroutine to completion from sync code, even when called inside a running event loop."""
 

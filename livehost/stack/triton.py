@@ -29,8 +29,8 @@ from livehost.stack.process import (
     Running,
     StackError,
     busy_ports_hint,
+    healthy_if,
     pick_ports,
-    pid_alive,
     start_detached,
     stop_pid,
     wait_healthy,
@@ -110,12 +110,7 @@ def probe(url: str) -> bool:
 
 
 def healthy(rec: Running) -> bool:
-    if not pid_alive(rec.pid, rec.cmd_match):
-        return False
-    try:
-        return probe(grpc_url(rec))
-    except Exception:
-        return False
+    return healthy_if(rec, lambda: probe(grpc_url(rec)))
 
 
 def env(rec: Running) -> dict[str, str]:

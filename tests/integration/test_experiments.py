@@ -4,12 +4,10 @@ round trip through the consumer handler), analysis with a planted lift, and the 
 from __future__ import annotations
 
 import os
-import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-import asyncpg
 import pytest
 from typer.testing import CliRunner
 
@@ -22,27 +20,16 @@ from livehost.experiments.store import ExperimentError, ExperimentStore
 from livehost.experiments.synth import Plan, simulate_events
 from livehost.harness.loader import load
 from livehost.harness.registry import Registry
-from livehost.stack.testing import running_postgres
+from tests.integration.conftest import create_database
 
 pytestmark = pytest.mark.integration
 DEFAULT = load(REPO_ROOT / "harness" / "default")
 
 
-@pytest.fixture(scope="module")
-def pg_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    with running_postgres(tmp_path_factory.mktemp("pg")) as dsn:
-        yield dsn
-
-
 @pytest.fixture
 async def dsn(pg_server: str) -> AsyncIterator[str]:
-    name = f"t_{uuid.uuid4().hex[:12]}"
-    conn = await asyncpg.connect(pg_server)
-    try:
-        await conn.execute(f'CREATE DATABASE "{name}"')
-    finally:
-        await conn.close()
-    yield pg_server.rsplit("/", 1)[0] + f"/{name}"
+    url = await create_database(pg_server)
+    yield url
 
 
 @pytest.fixture

@@ -4,8 +4,7 @@ harness tool definitions come from the registry (or the shipped folder), rewards
 from __future__ import annotations
 
 import json
-import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -18,12 +17,12 @@ from livehost.db import connect_pool, migrate
 from livehost.harness.augment import augment
 from livehost.harness.loader import load
 from livehost.harness.registry import Registry
-from livehost.stack.testing import running_postgres
 from livehost.training import formats
 from livehost.training.cli import trajectories_app
 from livehost.training.export import ExportFilter, export
 from livehost.training.synthetic import fallback_script, good_script, retry_script, run_script
 from services.trajectories.handlers import TrajectoryStore
+from tests.integration.conftest import create_database
 
 pytestmark = pytest.mark.integration
 HARNESS = load(REPO_ROOT / "harness" / "default")
@@ -32,20 +31,8 @@ T0 = 1_700_000_000_000
 
 
 @pytest.fixture(scope="module")
-def pg_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    with running_postgres(tmp_path_factory.mktemp("pg")) as dsn:
-        yield dsn
-
-
-@pytest.fixture(scope="module")
 async def dsn(pg_server: str) -> AsyncIterator[str]:
-    name = f"t_{uuid.uuid4().hex[:12]}"
-    conn = await asyncpg.connect(pg_server)
-    try:
-        await conn.execute(f'CREATE DATABASE "{name}"')
-    finally:
-        await conn.close()
-    url = pg_server.rsplit("/", 1)[0] + f"/{name}"
+    url = await create_database(pg_server)
     pool = await connect_pool(url, attempts=5)
     try:
         await migrate(pool)

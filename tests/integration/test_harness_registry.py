@@ -10,7 +10,6 @@ import asyncio
 import json
 import shutil
 import time
-import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -26,7 +25,8 @@ from livehost.harness.hotreload import KafkaHarnessPublisher, RegistryHarnessPro
 from livehost.harness.loader import HarnessError, dump, load
 from livehost.harness.model import Harness
 from livehost.harness.registry import BadRequest, NotFound, Refused, Registry, SelfReview
-from livehost.stack.testing import running_kafka, running_postgres
+from livehost.stack.testing import running_kafka
+from tests.integration.conftest import create_database
 
 pytestmark = pytest.mark.integration
 
@@ -39,12 +39,6 @@ def variant(n: int) -> Harness:
 
 
 @pytest.fixture(scope="module")
-def pg_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    with running_postgres(tmp_path_factory.mktemp("pg")) as dsn:
-        yield dsn
-
-
-@pytest.fixture(scope="module")
 def kafka_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     with running_kafka(tmp_path_factory.mktemp("kafka")) as bootstrap:
         yield bootstrap
@@ -53,13 +47,8 @@ def kafka_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 @pytest.fixture
 async def dsn(pg_server: str) -> AsyncIterator[str]:
     """A fresh database per test."""
-    name = f"t_{uuid.uuid4().hex[:12]}"
-    conn = await asyncpg.connect(pg_server)
-    try:
-        await conn.execute(f'CREATE DATABASE "{name}"')
-    finally:
-        await conn.close()
-    yield pg_server.rsplit("/", 1)[0] + f"/{name}"
+    url = await create_database(pg_server)
+    yield url
 
 
 @pytest.fixture

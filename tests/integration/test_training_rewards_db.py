@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -18,13 +17,13 @@ from typer.testing import CliRunner
 from livehost.config import REPO_ROOT
 from livehost.db import connect_pool, migrate
 from livehost.harness.loader import load
-from livehost.stack.testing import running_postgres
 from livehost.training import formats
 from livehost.training.cli import trajectories_app
 from livehost.training.export import ExportFilter, export
 from livehost.training.rewards import JUDGE, REWARD_COLUMNS, score_stored, score_trajectory
 from livehost.training.synthetic import fallback_script, good_script, retry_script, run_script
 from services.trajectories.handlers import TrajectoryStore
+from tests.integration.conftest import create_database
 
 pytestmark = pytest.mark.integration
 FOLDER = REPO_ROOT / "harness" / "default"
@@ -36,20 +35,8 @@ ROWS = [run_script(HARNESS, SCRIPTS[i % 3](HARNESS), i, room_id="room-a" if i < 
 
 
 @pytest.fixture(scope="module")
-def pg_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    with running_postgres(tmp_path_factory.mktemp("pg")) as dsn:
-        yield dsn
-
-
-@pytest.fixture(scope="module")
 async def dsn(pg_server: str) -> AsyncIterator[str]:
-    name = f"t_{uuid.uuid4().hex[:12]}"
-    conn = await asyncpg.connect(pg_server)
-    try:
-        await conn.execute(f'CREATE DATABASE "{name}"')
-    finally:
-        await conn.close()
-    url = pg_server.rsplit("/", 1)[0] + f"/{name}"
+    url = await create_database(pg_server)
     pool = await connect_pool(url, attempts=5)
     try:
         applied = await migrate(pool)
