@@ -58,5 +58,4 @@ def test_cli_report_judges_unscored_lines_and_writes_html(tmp_path: Path) -> Non
     assert "accuracy" in res.output and "latency ms" in res.output
     text = out.read_text()
     assert "<table>" in text
-    pytest.importorskip("matplotlib")
     assert text.count("data:image/png;base64,") == 2

@@ -81,7 +81,7 @@ def test_valid_wav_segments(engine, tmp_path):
 
 
 def test_segments_match_avro_schema(tmp_path):
-    fastavro = pytest.importorskip("fastavro")
+    import fastavro
     schema = fastavro.parse_schema(json.loads(SCHEMA.read_text()))
     res = _reply("Hi there. <sil_L2> Grab the coupon now!", tmp_path, "espeak", start_offset_ms=250)
     assert res.segments[0]["start_ms"] == 250
