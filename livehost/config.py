@@ -55,6 +55,30 @@ class Settings(BaseSettings):
     harness_grpc_port: int = 50066
     grpc_host: str = "127.0.0.1"
 
+    # gRPC transport security: mutual TLS on every server and client (README "Security"). The
+    # identity of a caller is its client certificate's subject CN; its roles are bound here, and
+    # livehost/security/authz.py says which roles each method needs. Credentials live in
+    # `grpc_pki_dir` (default <state_dir>/pki, made by `livehost stack up`) as <identity>.pem/.key +
+    # ca.pem; `grpc_identity` is the credential this process presents as a client (services present
+    # their own name).
+    grpc_pki_dir: Path | None = None
+    grpc_identity: str = "operator"
+    grpc_roles: dict[str, list[str]] = {
+        "ingest": ["service"], "prompt": ["service"], "policy": ["service"], "tools": ["service"],
+        "voice": ["service"], "harness": ["service"], "hooks": ["service"], "trajectories": ["service"],
+        "producer": ["producer"], "operator": ["operator"], "author": ["author"], "reviewer": ["reviewer"],
+        "releaser": ["releaser"], "evaluator": ["evaluator"], "breakglass": ["releaser", "break-glass"],
+    }
+    # Largest request a gRPC server accepts, per method (bytes; checked by gRPC before decoding),
+    # and the default for methods not listed. Harness bundles are the only large requests.
+    grpc_max_request_bytes: int = 64 * 1024
+    grpc_method_max_request_bytes: dict[str, int] = {
+        "/livehost.harness.v1.HarnessService/Push": 8 * 1024 * 1024,
+        "/livehost.harness.v1.HarnessService/Validate": 8 * 1024 * 1024,
+        "/livehost.prompt.v1.PromptAssemblyService/Render": 4 * 1024 * 1024,
+        "/livehost.policy.v1.PolicyService/Decide": 4 * 1024 * 1024,
+    }
+
     # Kafka client tuning. Tansu does not answer a waiting fetch when data arrives, so a short
     # fetch wait is what keeps per-hop latency in milliseconds (DESIGN.md part 2).
     kafka_fetch_max_wait_ms: int = 10

@@ -1,6 +1,9 @@
 """gRPC helpers shared by every service: server start-up with the standard health service, client
 channels, a health wait, and mapping validation errors to INVALID_ARGUMENT.
 
+Every server is a mutual-TLS server and every channel a mutual-TLS channel (credentials from the
+PKI folder, see :mod:`livehost.security.pki`); authorization is :mod:`livehost.security.authz`.
+
 Server side::
 
     from livehost.gen.livehost.ingest.v1 import ingest_pb2_grpc
@@ -34,7 +37,11 @@ import grpc.aio
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1.health import aio as health_aio
 
+from livehost.config import Settings, load_settings
 from livehost.retry import backoff_delays
+from livehost.security import pki_dir
+from livehost.security.authz import AuthInterceptor
+from livehost.security.pki import load_credential
 
 # A generated `add_<Service>Servicer_to_server(servicer, server)` function.
 AddFn = Callable[[Any, Any], None]
@@ -53,12 +60,29 @@ _CHANNEL_OPTIONS: list[tuple[str, Any]] = [
 ]
 _SERVER_OPTIONS: list[tuple[str, Any]] = [
     ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
-    ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
     ("grpc.keepalive_permit_without_calls", 1),
     ("grpc.http2.min_ping_interval_without_data_ms", 10_000),
     # One process per port: a second server on the same port must fail, not share it silently.
     ("grpc.so_reuseport", 0),
 ]
+
+
+# --- transport security: mutual TLS ---------------------------------------------------------------
+
+def server_credentials(identity: str, settings: Settings | None = None) -> grpc.ServerCredentials:
+    """TLS with ``identity``'s certificate that requires and verifies a client certificate."""
+    cred = load_credential(pki_dir(settings), identity)
+    return grpc.ssl_server_credentials([(cred.key, cred.cert)], root_certificates=cred.ca,
+                                       require_client_auth=True)
+
+
+def channel_credentials(identity: str | None = None, settings: Settings | None = None) -> grpc.ChannelCredentials:
+    """TLS that verifies the server against the CA and presents ``identity``'s client certificate
+    (default: ``settings.grpc_identity``)."""
+    settings = settings or load_settings()
+    cred = load_credential(pki_dir(settings), identity or settings.grpc_identity)
+    return grpc.ssl_channel_credentials(root_certificates=cred.ca, private_key=cred.key,
+                                        certificate_chain=cred.cert)
 _WILDCARD_HOSTS = {"", "0.0.0.0", "::", "[::]"}
 
 
@@ -133,17 +157,29 @@ async def start_server(
     serving: bool = True,
     interceptors: Sequence[grpc.aio.ServerInterceptor] | None = None,
     options: Sequence[tuple[str, Any]] | None = None,
+    identity: str | None = None,
+    settings: Settings | None = None,
 ) -> RunningServer:
     """Start a grpc.aio server with `servicers` and the standard health service.
+
+    The port is a mutual-TLS port with `identity`'s certificate (default ``settings.grpc_identity``);
+    every call passes :class:`~livehost.security.authz.AuthInterceptor` first (caller identity from
+    the client certificate, roles from ``settings.grpc_roles``, per-method request size limits).
 
     `servicers` pairs each generated `add_<Service>Servicer_to_server` function with its servicer.
     Port 0 binds a free port; the bound port is `RunningServer.port`. Health starts SERVING (or
     NOT_SERVING when `serving=False`) for the overall server ("") and each service's full name.
     Raises OSError when the address cannot be bound.
     """
+    settings = settings or load_settings()
+    auth = AuthInterceptor(settings.grpc_roles, default_max_bytes=settings.grpc_max_request_bytes,
+                           method_max_bytes=settings.grpc_method_max_request_bytes)
+    # gRPC itself refuses anything above the largest per-method limit before reading it whole.
+    largest = max([settings.grpc_max_request_bytes, *settings.grpc_method_max_request_bytes.values()])
+    credentials = server_credentials(identity or settings.grpc_identity, settings)
     server = grpc.aio.server(
-        interceptors=list(interceptors) if interceptors else None,
-        options=[*_SERVER_OPTIONS, *(options or [])],
+        interceptors=[auth, *(interceptors or [])],
+        options=[*_SERVER_OPTIONS, ("grpc.max_receive_message_length", largest), *(options or [])],
     )
     recorder = _RecordingServer(server)
     for add_fn, servicer in servicers:
@@ -153,7 +189,7 @@ async def start_server(
 
     address = f"[{host}]:{port}" if ":" in host and not host.startswith("[") else f"{host}:{port}"
     try:
-        bound = server.add_insecure_port(address)
+        bound = server.add_secure_port(address, credentials)
     except RuntimeError as exc:  # grpc raises RuntimeError on bind failure in recent versions
         raise OSError(f"cannot bind gRPC server to {address}: {exc}") from exc
     if bound == 0:
@@ -165,17 +201,22 @@ async def start_server(
     return running
 
 
-def make_channel(target: str, *, options: Sequence[tuple[str, Any]] | None = None) -> grpc.aio.Channel:
-    """An insecure asyncio channel with LiveHost's message-size and keepalive options.
+def make_channel(target: str, *, options: Sequence[tuple[str, Any]] | None = None, identity: str | None = None,
+                 settings: Settings | None = None) -> grpc.aio.Channel:
+    """A mutual-TLS asyncio channel presenting `identity`'s certificate (default
+    ``settings.grpc_identity``), with LiveHost's message-size and keepalive options.
 
     Use as `async with make_channel(target) as channel:` or close it with `await channel.close()`.
     """
-    return grpc.aio.insecure_channel(target, options=[*_CHANNEL_OPTIONS, *(options or [])])
+    return grpc.aio.secure_channel(target, channel_credentials(identity, settings),
+                                   options=[*_CHANNEL_OPTIONS, *(options or [])])
 
 
-def make_sync_channel(target: str, *, options: Sequence[tuple[str, Any]] | None = None) -> grpc.Channel:
-    """A blocking channel with the same options, for the CLI and other synchronous callers."""
-    return grpc.insecure_channel(target, options=[*_CHANNEL_OPTIONS, *(options or [])])
+def make_sync_channel(target: str, *, options: Sequence[tuple[str, Any]] | None = None,
+                      identity: str | None = None, settings: Settings | None = None) -> grpc.Channel:
+    """A blocking channel with the same credentials and options, for the CLI and other synchronous callers."""
+    return grpc.secure_channel(target, channel_credentials(identity, settings),
+                               options=[*_CHANNEL_OPTIONS, *(options or [])])
 
 
 async def health_status(
@@ -201,6 +242,8 @@ async def wait_healthy(
     target: str,
     service: str = "",
     timeout: float = 30.0,  # noqa: ASYNC109 - overall deadline spanning retries and per-call deadlines
+    *,
+    identity: str | None = None,
 ) -> None:
     """Poll the health service at `target` until `service` ("" = whole server) is SERVING.
 
@@ -209,7 +252,7 @@ async def wait_healthy(
     deadline = time.monotonic() + timeout
     last = "no answer"
     delays = backoff_delays(initial_s=0.05, max_s=1.0)
-    async with make_channel(target) as channel:
+    async with make_channel(target, identity=identity) as channel:
         while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0:

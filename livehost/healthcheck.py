@@ -6,7 +6,8 @@
 
 Used by docker-compose healthchecks (Kubernetes uses its native ``grpc:`` probe instead). A service
 reports NOT_SERVING until its broker, database and Triton are reachable (livehost.service), so this
-is a readiness check. Deliberately small: no asyncio, no settings beyond the port.
+is a readiness check. Deliberately small: no asyncio, no settings beyond the port and the mutual-TLS
+credential it presents (``LIVEHOST_GRPC_IDENTITY``, default ``operator``, from the PKI folder).
 """
 
 from __future__ import annotations
@@ -32,7 +33,9 @@ def resolve_target(target: str) -> str:
 
 def check(target: str, service: str = "", timeout: float = 2.0) -> str:
     """The reported status name (``SERVING``, ``NOT_SERVING``, ...) or the transport error's code."""
-    with grpc.insecure_channel(target) as channel:
+    from livehost.grpcutil import make_sync_channel
+
+    with make_sync_channel(target) as channel:
         stub = health_pb2_grpc.HealthStub(channel)
         try:
             resp = stub.Check(health_pb2.HealthCheckRequest(service=service), timeout=timeout)

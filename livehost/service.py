@@ -87,7 +87,9 @@ async def run(runtime: ServiceRuntime, stop: asyncio.Event | None = None) -> Non
             pass
     if settings.metrics_port:
         start_http_server(settings.metrics_port, addr=settings.grpc_host)
-    runtime.server = await start_server(runtime.servicers, settings.grpc_host, runtime.grpc_port, serving=False)
+    # The service's own certificate serves its mutual-TLS port (its name is its identity).
+    runtime.server = await start_server(runtime.servicers, settings.grpc_host, runtime.grpc_port, serving=False,
+                                        identity=runtime.name, settings=settings)
     log.info("%s gRPC on %s (not serving until dependencies are up)", runtime.name, runtime.server.target)
     print(f"LISTENING {runtime.name} {runtime.server.target}", flush=True)
     tasks: list[asyncio.Task[None]] = []

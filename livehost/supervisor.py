@@ -14,6 +14,8 @@ from pathlib import Path
 
 from livehost.config import REPO_ROOT, Settings
 from livehost.grpcutil import health_status, make_channel
+from livehost.security import pki_dir
+from livehost.security.pki import ensure_pki
 from livehost.stack.process import StackError, free_port, log_tail, pid_alive, run_async, start_detached, stop_pid
 
 GRPC_SERVICES: dict[str, str] = {
@@ -49,6 +51,8 @@ class Supervisor:
     def start(self) -> None:
         env = {**os.environ, **self.env, "PYTHONUNBUFFERED": "1",
                "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))}
+        # Every service serves mutual TLS with its own certificate from the PKI folder (made if missing).
+        ensure_pki(self.pki_dir(env), self.settings.grpc_roles.keys())
         for name in self.services:
             svc_env = dict(env)
             target = None
@@ -64,6 +68,13 @@ class Supervisor:
             proc = start_detached([sys.executable, "-m", f"services.{name}"], log_path, env=svc_env, cwd=REPO_ROOT)
             self.procs[name] = Proc(name, proc.pid, log_path, target,
                                     f"http://{self.settings.grpc_host}:{metrics_port}/metrics")
+
+    def pki_dir(self, env: dict[str, str]) -> Path:
+        if env.get("LIVEHOST_GRPC_PKI_DIR"):
+            return Path(env["LIVEHOST_GRPC_PKI_DIR"])
+        if env.get("LIVEHOST_STATE_DIR"):
+            return Path(env["LIVEHOST_STATE_DIR"]).resolve() / "pki"
+        return pki_dir(self.settings)
 
     def _ready(self, proc: Proc) -> bool:
         if proc.grpc_target is not None:

@@ -163,7 +163,7 @@ async def play(settings: Settings, ingest_target: str, rooms: list[dict[str, Any
                     printed.add(rid)
 
     try:
-        async with make_channel(ingest_target) as channel:
+        async with make_channel(ingest_target, identity="producer") as channel:
             ingest = ingest_pb2_grpc.IngestServiceStub(channel)
             await open_rooms(producer, rooms)
             t0 = time.monotonic()

@@ -12,6 +12,7 @@ from pathlib import Path
 from types import ModuleType
 
 from livehost.config import Settings, load_settings, stack_env_file, state_dir
+from livehost.security import ensure_local_pki, pki_dir
 from livehost.stack import kafka, postgres, triton
 from livehost.stack.process import Running, StackError, pid_alive, read_record, remove_record
 
@@ -153,6 +154,9 @@ def up(
             except Exception as exc:  # keep the original error; report the cleanup failure
                 echo(f"{rec.name}: cleanup failed: {exc}")
         raise
+    made = ensure_local_pki(settings)  # the local CA and every identity's mutual-TLS credential
+    if made:
+        echo(f"credentials made in {pki_dir(settings)}: {', '.join(made)}")
     running = _running_records(root)
     running.update(info.components)
     for name in COMPONENTS:

@@ -9,6 +9,7 @@ import grpc
 from livehost.config import Settings, load_settings
 from livehost.gen.livehost.ingest.v1 import ingest_pb2, ingest_pb2_grpc
 from livehost.kafka import Producer
+from livehost.security.authz import require_role
 from livehost.service import ServiceRuntime
 from livehost.topics import ROOM_EVENTS
 from services.ingest import clients, handlers
@@ -42,7 +43,8 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
                 event = handlers.product_switch_event(request.room_id, request.product_switch.link_id, client_id)
             elif which == "campaign_change":
                 event = handlers.campaign_event(request.room_id, request.campaign_change.campaign_json, client_id)
-            elif which == "room_config":
+            elif which == "room_config":  # switching a room's agent is an operator's decision
+                await require_role(context, "operator", what="a room_config event")
                 event = handlers.room_config_event(request.room_id, request.room_config.policy, client_id)
             else:
                 raise handlers.InvalidEvent("event is required: product_switch, campaign_change or room_config")

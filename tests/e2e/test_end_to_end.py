@@ -103,7 +103,7 @@ async def test_ingest_grpc_validates_and_publishes(system: System) -> None:
     assert target
     too_long = "x" * (system.settings.max_comment_chars + 1)
     marker = uuid.uuid4().hex
-    async with make_channel(target) as channel:
+    async with make_channel(target, identity="producer") as channel:
         stub = ingest_pb2_grpc.IngestServiceStub(channel)
         for text in ("", "   ", too_long + marker):
             with pytest.raises(grpc.aio.AioRpcError) as err:
@@ -226,7 +226,7 @@ async def test_services_export_prometheus_metrics(system: System) -> None:
 async def test_room_config_switches_a_room_to_the_react_baseline(system: System) -> None:
     target = system.supervisor.procs["ingest"].grpc_target
     assert target
-    async with make_channel(target) as channel:
+    async with make_channel(target, identity="operator") as channel:  # agent switching needs operator
         stub = ingest_pb2_grpc.IngestServiceStub(channel)
 
         async def configure(policy: str) -> None:

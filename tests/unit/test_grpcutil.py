@@ -100,7 +100,7 @@ async def test_health_watch_sees_the_flip(running: RunningServer) -> None:
 
 
 async def test_generated_stub_is_served(running: RunningServer) -> None:
-    async with make_channel(running.target) as ch:
+    async with make_channel(running.target, identity="producer") as ch:
         stub = ingest_pb2_grpc.IngestServiceStub(ch)
         resp = await stub.SubmitComment(
             ingest_pb2.SubmitCommentRequest(
