@@ -46,6 +46,14 @@ def print_summary(console: Console, report: SessionReport, audio_dir: str, ready
     console.print(f"comments sent: {len(report.sent_comments)}, requests: {len(report.outcomes)}, "
                   f"outcomes: {outcomes}")
     console.print("services ready in: " + ", ".join(f"{k} {v:.1f}s" for k, v in ready.items()))
+    spoken: dict[str, int] = {}
+    for seg in report.segments:
+        if not seg["cancel"]:
+            spoken[seg["request_id"]] = spoken.get(seg["request_id"], 0) + 1
+    for seg in report.segments:
+        if seg["cancel"]:
+            console.print(f"✂  {seg['room_id']} {seg['request_id']}: speech cut after "
+                          f"{spoken.get(seg['request_id'], 0)} segment(s) — {seg.get('reason') or 'cancelled'}")
     from livehost.voice import concat_sessions
 
     for room, path in sorted(concat_sessions(audio_dir, report.segments).items()):

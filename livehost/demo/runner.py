@@ -32,6 +32,7 @@ class Outcome:
     reply: dict[str, Any]
     first_audio_ms: float | None = None
     segments: int = 0
+    cut: str | None = None  # why the voice stopped it mid-speech (product switch, a higher-priority reply)
 
 
 @dataclass
@@ -74,8 +75,11 @@ def describe(outcome: Outcome, console: Console) -> None:
     latency = reply["completed_ms"] - state["created_ms"]
     audio = f", first audio {outcome.first_audio_ms:.0f} ms" if outcome.first_audio_ms is not None else ""
     if reply["outcome"] in ("reply", "fallback"):
+        n = outcome.segments
         console.print(f"    🗣  [bold]{reply['text']}[/]  [dim]({reply['outcome']}, {latency} ms{audio}, "
-                      f"{outcome.segments} segments)[/]")
+                      f"{n} segment{'' if n == 1 else 's'})[/]")
+        if outcome.cut:
+            console.print(f"    ✂  [yellow]cut after {n} segment{'' if n == 1 else 's'}[/]: {outcome.cut}")
     else:
         console.print(f"    🤐 {reply['outcome']}: {reply['reason']}  [dim]({latency} ms)[/]")
 
@@ -123,6 +127,8 @@ async def play(settings: Settings, ingest_target: str, rooms: list[dict[str, Any
     await producer.start()
     first_audio: dict[str, float] = {}
     seg_count: dict[str, int] = {}
+    spoken: set[str] = set()  # requests whose last segment (final or cancel) arrived
+    cut: dict[str, str] = {}
     printed: set[str] = set()
 
     async def collect(until: float) -> None:
@@ -135,9 +141,12 @@ async def play(settings: Settings, ingest_target: str, rooms: list[dict[str, Any
                         if seg["ts_ms"] < started_ms:
                             continue
                         report.segments.append(seg)
-                        if seg["cancel"]:
-                            continue
                         rid = seg["request_id"]
+                        if seg["final"] or seg["cancel"]:
+                            spoken.add(rid)
+                        if seg["cancel"]:
+                            cut[rid] = seg.get("reason") or "cancelled"
+                            continue
                         seg_count[rid] = seg_count.get(rid, 0) + 1
                         out = report.outcomes.get(rid)
                         if rid not in first_audio:
@@ -155,10 +164,12 @@ async def play(settings: Settings, ingest_target: str, rooms: list[dict[str, Any
                 if rid in printed:
                     continue
                 speaks = out.reply["outcome"] in ("reply", "fallback")
-                if not speaks or rid in first_audio or now_ms() - out.reply["completed_ms"] > 5000:
+                # printed once its speech is complete (final or cancel segment), so the counts are whole
+                if not speaks or rid in spoken or now_ms() - out.reply["completed_ms"] > 15000:
                     if rid in first_audio:
                         out.first_audio_ms = first_audio[rid] - out.reply["completed_ms"]
                         out.segments = seg_count.get(rid, 0)
+                    out.cut = cut.get(rid)
                     describe(out, console)
                     printed.add(rid)
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 from pathlib import Path
 
 import typer
@@ -15,8 +16,20 @@ from rich.console import Console
 app = typer.Typer(help="Avatar preview page: see and hear a room's host (segments + visemes).")
 console = Console()
 
+WATCH_HELP = """Serve the page on http://HOST:PORT/?room=ROOM until Ctrl-C.
 
-@app.callback(invoke_without_command=True)
+The page follows the room's segments on the avatar.segments topic of the running stack.
+
+Watch a live session: in one terminal `livehost demo --keep-stack`, in another
+`livehost preview --room room-a` (or both at once: `make demo-preview`).
+
+Watch a finished session: the stack must still be up (`livehost demo --keep-stack`, or
+`livehost stack up` before the demo); then `livehost preview --room room-a --from-beginning`
+replays the room's segments already on the topic.
+"""
+
+
+@app.callback(invoke_without_command=True, help=WATCH_HELP)
 def preview(
     room: str = typer.Option(..., "--room", "-r", help="Live room to follow, e.g. room-a."),
     port: int = typer.Option(8765, help="HTTP port of the page (0 = any free port)."),
@@ -28,7 +41,6 @@ def preview(
                                         help="Replay the room's segments already on the topic (kafka source)."),
     audio_dir: str = typer.Option("", help="Directory of the voice WAV files (default from settings)."),
 ) -> None:
-    """Serve the page on http://HOST:PORT/?room=ROOM until Ctrl-C."""
     from livehost.config import load_settings, state_dir
 
     if source not in ("kafka", "grpc"):
@@ -37,8 +49,16 @@ def preview(
     settings = load_settings()
     audio = Path(audio_dir) if audio_dir else settings.voice_audio_dir or state_dir() / "audio"
     target = voice_target or f"{settings.grpc_host}:{settings.voice_grpc_port}"
-    with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(_serve(room, host, port, source, target, from_beginning, Path(audio)))
+    try:
+        with contextlib.suppress(KeyboardInterrupt):
+            asyncio.run(_serve(room, host, port, source, target, from_beginning, Path(audio)))
+    except OSError as exc:
+        if exc.errno not in (errno.EADDRINUSE, errno.EACCES):
+            raise
+        what = "is in use" if exc.errno == errno.EADDRINUSE else "is not allowed"
+        console.print(f"[red]error:[/] port {port} on {host} {what}; use another: --port {port + 1} "
+                      "(or --port 0 for any free port)", soft_wrap=True)
+        raise typer.Exit(1) from None
 
 
 async def _serve(room: str, host: str, port: int, source: str, target: str, from_beginning: bool,
@@ -59,6 +79,8 @@ async def _serve(room: str, host: str, port: int, source: str, target: str, from
     replay = "&replay=1" if from_beginning else ""
     console.print(f"avatar preview of [bold]{room}[/] ({where}); audio from {audio_dir}")
     console.print(f"open [bold]http://{host}:{bound}/?room={room}{replay}[/]  (Ctrl-C to stop)")
+    if source == "kafka" and not from_beginning:
+        console.print("segments appear as the room speaks; for a session that already ran add --from-beginning")
     try:
         await asyncio.gather(feed, asyncio.Event().wait())
     finally:

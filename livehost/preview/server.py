@@ -5,8 +5,10 @@ Routes:
 * ``GET /`` (and ``/?room=ROOM``) — the page (``static/index.html``); it plays a room's segments.
 * ``GET /static/<file>`` — the page's script and style.
 * ``GET /api/rooms/{room}/segments`` — Server-Sent Events: one ``segment`` event per avatar segment
-  of the room (JSON of avatar_segment.avsc plus ``audio_url``), as it is produced. ``?replay=1``
-  first sends the room's recent history. A ``: keep-alive`` comment every 15 s.
+  of the room (JSON of avatar_segment.avsc plus ``audio_url``), as it is produced, with an ``id``.
+  ``?replay=1`` first sends the room's recent history. A reconnecting page sends ``Last-Event-ID``
+  and first gets every kept segment after that id (nothing is lost). The stream stays open: a
+  ``: keep-alive`` comment every 15 s without a segment.
 * ``GET /api/rooms/{room}/recent`` — the same recent history as a JSON list.
 * ``GET /audio/<path>`` — the WAV files referenced by ``audio_ref``: only ``.wav`` files that
   resolve (symlinks included) under the audio directory; anything else is 404.
@@ -31,6 +33,7 @@ log = logging.getLogger(__name__)
 STATIC_DIR = Path(__file__).resolve().parent / "static"
 KEEPALIVE_S = 15.0
 HUB_KEY = web.AppKey("hub", SegmentHub)
+KEEPALIVE_KEY = web.AppKey("keepalive_s", float)
 AUDIO_DIR_KEY = web.AppKey("audio_dir", Path)
 ROOM_KEY = web.AppKey("room", str)
 
@@ -63,24 +66,27 @@ async def segments_stream(request: web.Request) -> web.StreamResponse:
     room = request.match_info["room"]
     hub = request.app[HUB_KEY]
     audio_dir = request.app[AUDIO_DIR_KEY]
+    keepalive = request.app[KEEPALIVE_KEY]
     resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-store",
                                        "X-Accel-Buffering": "no"})
     await resp.prepare(request)
-    await resp.write(b": connected\n\n")
-    stream = hub.subscribe(room, replay=request.query.get("replay") in ("1", "true", "yes"))
+    # reconnect after 1 s; the browser then sends the last id it saw as Last-Event-ID
+    await resp.write(b"retry: 1000\n: connected\n\n")
+    last_id = request.headers.get("Last-Event-ID") or request.query.get("last_event_id") or None
+    sub = hub.subscribe(room, replay=request.query.get("replay") in ("1", "true", "yes"), last_event_id=last_id)
     try:
         while True:
-            try:
-                seg = await asyncio.wait_for(anext(stream), timeout=KEEPALIVE_S)
-            except TimeoutError:
+            event = await sub.next(timeout=keepalive)
+            if event is None:
                 await resp.write(b": keep-alive\n\n")
                 continue
+            event_id, seg = event
             data = json.dumps(to_wire(seg, audio_dir), separators=(",", ":"))
-            await resp.write(f"event: segment\ndata: {data}\n\n".encode())
+            await resp.write(f"id: {event_id}\nevent: segment\ndata: {data}\n\n".encode())
     except (ConnectionResetError, asyncio.CancelledError):
         pass
     finally:
-        await stream.aclose()
+        sub.close()
     return resp
 
 
@@ -101,9 +107,11 @@ async def audio(request: web.Request) -> web.StreamResponse:
     return web.FileResponse(path, headers={"Content-Type": "audio/wav", "Cache-Control": "no-store"})
 
 
-def make_app(hub: SegmentHub, audio_dir: Path | str, room: str = "") -> web.Application:
+def make_app(hub: SegmentHub, audio_dir: Path | str, room: str = "",
+             keepalive_s: float = KEEPALIVE_S) -> web.Application:
     app = web.Application()
     app[HUB_KEY] = hub
+    app[KEEPALIVE_KEY] = keepalive_s
     app[AUDIO_DIR_KEY] = Path(audio_dir)
     app[ROOM_KEY] = room
     app.router.add_get("/", index)

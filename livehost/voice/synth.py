@@ -110,8 +110,9 @@ def read_wav(path: str | Path) -> tuple[np.ndarray, int]:
         return np.frombuffer(w.readframes(w.getnframes()), dtype=np.int16), w.getframerate()
 
 
-def cancel_segment(request_id: str, room_id: str, seq: int, at_ms: float) -> dict[str, Any]:
-    """An avatar segment telling the renderer to stop this request."""
+def cancel_segment(request_id: str, room_id: str, seq: int, at_ms: float,
+                   reason: str | None = None) -> dict[str, Any]:
+    """An avatar segment telling the renderer to stop this request (and why)."""
     return {
         "request_id": request_id,
         "room_id": room_id,
@@ -125,6 +126,7 @@ def cancel_segment(request_id: str, room_id: str, seq: int, at_ms: float) -> dic
         "visemes": [],
         "final": True,
         "cancel": True,
+        "reason": reason,
         "ts_ms": int(time.time() * 1000),
     }
 

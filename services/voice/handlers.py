@@ -312,7 +312,7 @@ class VoiceHandler:
                 at = speech.last_end_ms
                 if speech.play_start_ms is not None:
                     at = min(max(now - speech.play_start_ms, 0.0), speech.last_end_ms)
-                seg = cancel_segment(speech.request_id, speech.room_id, speech.published, at)
+                seg = cancel_segment(speech.request_id, speech.room_id, speech.published, at, reason)
                 seg["ts_ms"] = now_ms()
                 speech.cancel_sent = True
                 await self._publish(seg)

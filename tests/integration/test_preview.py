@@ -8,6 +8,7 @@ visemes, and stop a request on its cancel segment.
 from __future__ import annotations
 
 import asyncio
+import json
 import shutil
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -202,3 +203,115 @@ def test_cli_rejects_unknown_source() -> None:
     result = CliRunner().invoke(main, ["preview", "--room", "room-a", "--source", "carrier-pigeon"])
     assert result.exit_code == 2 and "unknown source" in result.output
     assert "--room" in CliRunner().invoke(main, ["preview", "--help"]).output
+
+
+async def _read_events(resp: aiohttp.ClientResponse, n: int, timeout: float) -> list[tuple[str, str]]:
+    """The next ``n`` SSE events of ``resp`` as (id, data); comments are skipped."""
+    events: list[tuple[str, str]] = []
+    fields: dict[str, str] = {}
+    async with asyncio.timeout(timeout):
+        while len(events) < n:
+            line = (await resp.content.readline()).decode().rstrip("\n")
+            if line == "":
+                if "data" in fields:
+                    events.append((fields.get("id", ""), fields["data"]))
+                fields = {}
+            elif not line.startswith(":"):
+                key, _, value = line.partition(": ")
+                fields[key] = value
+    return events
+
+
+async def test_stream_stays_open_past_keepalive_and_resumes_after_last_event_id(tmp_path: Path) -> None:
+    """Keep-alive comments, not a cancelled subscription: a segment published after two keep-alive
+    periods without one still arrives on the same connection; a reconnect with Last-Event-ID gets
+    exactly the segments published while it was away, none twice."""
+    hub = SegmentHub()
+    runner, port = await start(make_app(hub, tmp_path, ROOM, keepalive_s=0.3), "127.0.0.1", 0)
+    base = f"http://127.0.0.1:{port}/api/rooms/{ROOM}/segments"
+
+    def seg(rid: str) -> dict[str, Any]:
+        return {"request_id": rid, "room_id": ROOM, "seq": 0, "text": rid, "start_ms": 0.0, "end_ms": 10.0,
+                "audio_ref": None, "visemes": [], "final": True, "cancel": False, "ts_ms": 0}
+
+    try:
+        async with aiohttp.ClientSession() as http:
+            async with http.get(base) as r:
+                await asyncio.wait_for(hub.wait_subscribers(ROOM), 5)
+                hub.publish(seg("a"))
+                [(first_id, data)] = await _read_events(r, 1, 5)
+                assert '"request_id":"a"' in data and first_id
+                body = b""
+                async with asyncio.timeout(5):
+                    while body.count(b": keep-alive") < 2:
+                        body += await r.content.readline()
+                hub.publish(seg("b"))  # after the quiet period: same connection, nothing lost
+                [(second_id, data)] = await _read_events(r, 1, 5)
+                assert '"request_id":"b"' in data
+            # the page is away: c and d are published, then it reconnects with the last id it saw
+            hub.publish(seg("c"))
+            hub.publish(seg("d"))
+            async with http.get(base, headers={"Last-Event-ID": second_id}) as r:
+                events = await _read_events(r, 2, 5)
+                assert [json.loads(d)["request_id"] for _, d in events] == ["c", "d"]
+                hub.publish(seg("e"))
+                [(_, data)] = await _read_events(r, 1, 5)
+                assert json.loads(data)["request_id"] == "e"
+            # an id from another (restarted) preview: the whole kept history
+            async with http.get(base, headers={"Last-Event-ID": "0000-7"}) as r:
+                events = await _read_events(r, 5, 5)
+                assert [json.loads(d)["request_id"] for _, d in events] == ["a", "b", "c", "d", "e"]
+    finally:
+        await runner.cleanup()
+
+
+async def test_page_keeps_the_stream_60s_with_20s_gaps_and_sees_every_segment(preview: Preview) -> None:
+    """Headless Chromium stays on the page for 60 s; segments come in three bursts 20 s apart, i.e.
+    gaps longer than the keep-alive period (15 s, the production value): every segment arrives, on
+    one connection, and the cancel of the last burst shows a text badge (no glyph box)."""
+    from livehost.preview.server import KEEPALIVE_S
+
+    try:
+        import playwright.async_api as playwright_api
+    except ImportError:
+        pytest.fail("playwright is not installed (pip install playwright==1.65.2; no browser download needed)")
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"chromium not found at {CHROMIUM} (apt-get install -y chromium)")
+    gap_s = 20.0
+    assert gap_s > KEEPALIVE_S  # the gap must outlast a keep-alive period for this test to mean anything
+    bursts = [segments(preview, f"g{i}", f"Burst number {i}. It has two sentences.") for i in range(3)]
+    async with playwright_api.async_playwright() as pw:
+        browser = await pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        try:
+            page = await browser.new_page()
+            errors: list[str] = []
+            page.on("pageerror", lambda exc: errors.append(str(exc)))
+            await page.goto(f"{preview.base}/?room={ROOM}")
+            await page.wait_for_function("window.preview && window.preview.connected", timeout=10_000)
+            await asyncio.wait_for(preview.hub.wait_subscribers(ROOM), 5)
+            opened = asyncio.get_running_loop().time()
+            expected = 0
+            for i, burst in enumerate(bursts):
+                if i:
+                    await asyncio.sleep(gap_s)
+                for seg in burst:
+                    preview.hub.publish(seg)
+                expected += len(burst)
+                await page.wait_for_function(f"window.preview.received.length === {expected}", timeout=5_000)
+            preview.hub.publish(cancel_segment("g2", ROOM, len(bursts[2]), 0.0, "product_switch"))
+            expected += 1
+            remaining = 60.0 - (asyncio.get_running_loop().time() - opened)
+            await asyncio.sleep(max(remaining, 0.0))
+            await page.wait_for_function(f"window.preview.received.length === {expected}", timeout=5_000)
+            received = await page.evaluate("window.preview.received.map(s => [s.request_id, s.seq, s.cancel])")
+            assert received == [[s["request_id"], s["seq"], False] for b in bursts for s in b] + [["g2", 2, True]]
+            assert await page.evaluate("window.preview.opens") == 1, "the stream was dropped and reopened"
+            assert await page.evaluate("window.preview.connected")
+            assert await page.text_content("#conn") == "connected"
+            badge = page.locator(f"#seg-g2-{len(bursts[2])} .badge")
+            assert await badge.text_content() == "cancelled"
+            box = await badge.bounding_box()
+            assert box is not None and box["width"] > 30  # a visible text badge, not a missing glyph
+            assert errors == []
+        finally:
+            await browser.close()

@@ -31,7 +31,7 @@ const mouth = $("mouth");
 
 const state = {
   room, connected: false, received: [], played: [], cancelled: [], mouthLog: [],
-  current: null, status: "idle", blocked: false,
+  current: null, status: "idle", blocked: false, lastEventId: null, opens: 0, keepalives: 0,
 };
 window.preview = state;
 
@@ -78,8 +78,16 @@ function playTimeMs() {
 function logItem(seg) {
   const li = document.createElement("li");
   li.id = `seg-${seg.request_id}-${seg.seq}`;
-  li.textContent = seg.cancel ? `⏹ ${seg.request_id} cancelled` : `${seg.request_id} #${seg.seq}: ${seg.text}`;
-  if (seg.cancel) li.className = "cancel";
+  if (seg.cancel) {
+    // a text badge drawn with CSS: no symbol glyph that a font may lack (it would render as a box)
+    const badge = document.createElement("span");
+    badge.className = "badge";
+    badge.textContent = "cancelled";
+    li.append(badge, ` ${seg.request_id}`);
+    li.className = "cancel";
+  } else {
+    li.textContent = `${seg.request_id} #${seg.seq}: ${seg.text}`;
+  }
   $("log").appendChild(li);
   li.scrollIntoView({ block: "nearest" });
 }
@@ -178,8 +186,11 @@ function connect() {
   if (!room) return;
   const replay = params.get("replay") ? "?replay=1" : "";
   const es = new EventSource(`/api/rooms/${encodeURIComponent(room)}/segments${replay}`);
+  // EventSource reconnects by itself and sends the last event id it saw (Last-Event-ID): the server
+  // resumes after it, so a reconnect loses no segment.
   es.onopen = () => {
     state.connected = true;
+    state.opens += 1;
     $("conn").dataset.state = "open";
     $("conn").textContent = "connected";
   };
@@ -188,6 +199,9 @@ function connect() {
     $("conn").dataset.state = "error";
     $("conn").textContent = "reconnecting…";
   };
-  es.addEventListener("segment", (e) => onSegment(JSON.parse(e.data)));
+  es.addEventListener("segment", (e) => {
+    state.lastEventId = e.lastEventId;
+    onSegment(JSON.parse(e.data));
+  });
 }
 connect();
