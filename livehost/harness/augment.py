@@ -6,6 +6,7 @@ Every transform reads the harness it is given; nothing here knows any shipped na
 
 from __future__ import annotations
 
+import copy
 import json
 import random
 import re
@@ -445,7 +446,7 @@ def rewrite_trajectory(traj: dict[str, Any], v: Variant) -> dict[str, Any]:
     steps = []
     for step in traj["steps"]:
         s = dict(step)
-        data = json.loads(s.get("data_json") or "{}")
+        data = step_data(s)
         kind, name = s["kind"], s.get("name")
         if kind == "skill_load":
             s["name"] = ren.skills.get(name, name) if name else name
@@ -478,10 +479,20 @@ def rewrite_trajectory(traj: dict[str, Any], v: Variant) -> dict[str, Any]:
             data["text"] = _text(data.get("text"), {**ren.skills, **ren.tools})
         elif kind in ("fallback", "no_reply", "cancel", "reply"):
             data["reason"] = _text(data.get("reason"), names)
-        s["data_json"] = json.dumps(data, sort_keys=True, ensure_ascii=False)
+        if "data_json" in s:  # the topic's shape: the payload as a JSON string
+            s["data_json"] = json.dumps(data, sort_keys=True, ensure_ascii=False)
+        else:  # the raw export's shape: the payload nested
+            s["data"] = data
         steps.append(s)
     out["steps"] = steps
     return out
+
+
+def step_data(step: dict[str, Any]) -> dict[str, Any]:
+    """A step's payload: nested ``data`` (raw export) or the ``data_json`` string (topic, table)."""
+    if isinstance(step.get("data"), dict):
+        return copy.deepcopy(dict(step["data"]))
+    return dict(json.loads(step.get("data_json") or "{}"))
 
 
 def replay(traj: dict[str, Any], harness: Harness) -> list[str]:
@@ -493,7 +504,7 @@ def replay(traj: dict[str, Any], harness: Harness) -> list[str]:
     problems: list[str] = []
     loaded: list[str] = []
     for step in traj["steps"]:
-        data = json.loads(step.get("data_json") or "{}")
+        data = step_data(step)
         if step["kind"] == "tool_call":
             tool = harness.tool(data.get("tool") or "")
             if tool is None:

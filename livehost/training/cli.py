@@ -49,7 +49,7 @@ def export_cmd(
 ) -> None:
     """Stream trajectories from PostgreSQL to validated JSONL (schemas/export/<format>.json)."""
     from livehost.config import load_settings
-    from livehost.training.export import ExportFilter, export, parse_time
+    from livehost.training.export import ExportFilter, UnknownHarnessVersion, export, parse_time
     from livehost.training.formats import FORMATS, ExportValidationError
 
     if fmt not in FORMATS:
@@ -73,7 +73,14 @@ def export_cmd(
         except ExportValidationError as exc:
             console.print(f"[red]export aborted[/]: {exc}")
             raise typer.Exit(3) from None
+        except UnknownHarnessVersion as exc:
+            progress.stop()
+            console.print(f"[red]error:[/] {exc}", soft_wrap=True)
+            raise typer.Exit(2) from None
     console.print(f"wrote {stats.written} of {stats.rows} trajectories to {stats.out}")
+    if stats.rewards_on_the_fly:
+        console.print(f"  rewards: {stats.rewards_stored} stored, {stats.rewards_on_the_fly} scored during the export "
+                      "(`livehost trajectories score` stores them)")
     if stats.trimmed or stats.kept_whole:
         console.print(f"  retries: {stats.trimmed} trimmed to the final behaviour, {stats.kept_whole} kept whole")
     for why, n in sorted(stats.skipped.items()):

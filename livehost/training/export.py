@@ -9,8 +9,10 @@ Harness versions: SFT lines carry the tool definitions of the version the reques
 from the harness registry (``Registry.harness``) or, when the registry does not know it, from the
 shipped folder if that folder *is* that version. Requests of an unknown version are skipped and counted.
 
-Rewards: when a ``trajectory_rewards`` table exists (written by ``livehost trajectories score``; see
-docs/training.md), RL lines carry its components; otherwise ``reward`` is null.
+Rewards: RL lines carry the stored components of ``trajectory_rewards`` (written by
+``livehost trajectories score``; see docs/training.md); a request not scored yet is scored on the fly
+with the same deterministic judge (``livehost.training.rewards.score_trajectory``), so ``reward`` is
+never null. The stats count both.
 """
 
 from __future__ import annotations
@@ -74,6 +76,8 @@ class ExportStats:
     skipped: dict[str, int] = field(default_factory=dict)
     trimmed: int = 0
     kept_whole: int = 0
+    rewards_stored: int = 0  # rl: reward read from trajectory_rewards
+    rewards_on_the_fly: int = 0  # rl: not scored yet, scored during the export
     out: str = ""
 
     def skip(self, why: str) -> None:
@@ -140,6 +144,26 @@ def _row(record: asyncpg.Record) -> dict[str, Any]:
 Progress = Callable[[int], None]  # advance by n rows
 
 
+class UnknownHarnessVersion(ValueError):
+    """``--harness-version`` names no version any recorded trajectory ran on."""
+
+
+async def resolve_harness_version(conn: asyncpg.Connection, ref: str) -> str:
+    """The recorded harness version ``ref`` names (a full version or a unique prefix); raises
+    UnknownHarnessVersion, listing the recorded versions, when no trajectory ran on it."""
+    rows = await conn.fetch(
+        "SELECT harness_version, count(*) AS n, max(created_ms) AS last FROM trajectories"
+        " GROUP BY harness_version ORDER BY last DESC")
+    exact = [r for r in rows if r["harness_version"] == ref]
+    matches = exact or [r for r in rows if r["harness_version"].startswith(ref)]
+    if len(matches) == 1:
+        return str(matches[0]["harness_version"])
+    known = ", ".join(f"{r['harness_version']} ({r['n']} trajectories)" for r in rows[:8]) or "none yet"
+    if matches:
+        raise UnknownHarnessVersion(f"harness version prefix {ref!r} is ambiguous: {known}")
+    raise UnknownHarnessVersion(f"no trajectory was recorded on harness version {ref!r}; recorded versions: {known}")
+
+
 async def count(conn: asyncpg.Connection, flt: ExportFilter) -> int:
     where, args = flt.where()
     return int(await conn.fetchval(f"SELECT count(*) FROM trajectories t{where}", *args))
@@ -162,6 +186,8 @@ async def export(dsn_or_pool: str | asyncpg.Pool, fmt: str, out: Path | str, flt
     try:
         harnesses = HarnessCache(pool, harness_folder)
         async with pool.acquire() as conn:
+            if flt.harness_version:
+                flt.harness_version = await resolve_harness_version(conn, flt.harness_version)
             has_rewards = fmt == "rl" and await conn.fetchval("SELECT to_regclass($1) IS NOT NULL", REWARDS_TABLE)
             if on_total is not None:
                 on_total(await count(conn, flt))
@@ -197,7 +223,15 @@ async def _convert(row: dict[str, Any], fmt: str, harnesses: HarnessCache, keep_
         return formats.to_raw(row)
     harness = await harnesses.get(row["harness_version"])
     if fmt == "rl":
-        return formats.to_rl(row, harness, row.get("judged"))
+        judged = row.get("judged")
+        if judged:
+            stats.rewards_stored += 1
+        else:
+            from livehost.training.rewards import score_trajectory
+
+            judged = score_trajectory(row, harness).as_dict()
+            stats.rewards_on_the_fly += 1
+        return formats.to_rl(row, harness, judged)
     if harness is None:
         stats.skip("harness version unknown")
         return None

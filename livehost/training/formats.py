@@ -144,11 +144,12 @@ def turns_of(steps: list[dict[str, Any]]) -> list[Turn]:
 # -- raw ------------------------------------------------------------------------------------
 
 def _raw_step(s: dict[str, Any]) -> dict[str, Any]:
-    data_json = s.get("data_json")
-    if data_json is None:
-        data_json = json.dumps(s.get("data", {}), sort_keys=True, default=str)
+    """A stored step with its payload nested as ``data`` (an object, not a JSON string)."""
+    data = s.get("data")
+    if data is None:
+        data = json.loads(s.get("data_json") or "{}")
     return {"seq": s["seq"], "turn": s["turn"], "kind": s["kind"], "name": s.get("name"), "ts_ms": s["ts_ms"],
-            "duration_ms": s.get("duration_ms"), "data_json": data_json}
+            "duration_ms": s.get("duration_ms"), "data": json.loads(json.dumps(data, default=str))}
 
 
 def to_raw(row: dict[str, Any]) -> dict[str, Any]:
@@ -219,9 +220,37 @@ def _turn_messages(t: Turn, harness: Harness, request_id: str) -> list[dict[str,
     return msgs
 
 
-def system_prompt(steps: list[dict[str, Any]], harness: Harness) -> str:
+# Prompt sources whose content the SFT line carries elsewhere: the comments are the user message and
+# the tools are the structured ``tools`` list, so their sections are cut from the system message.
+CARRIED_ELSEWHERE = ("comments", "tool_index")
+
+
+def system_prompt(steps: list[dict[str, Any]], harness: Harness, comments: list[dict[str, Any]] | None = None,
+                  ) -> str:
+    """The first turn's assembled prompt without the sections the line carries elsewhere
+    (``CARRIED_ELSEWHERE``): each such section of the harness version is rendered again from the
+    trajectory's comments and the version's tools, and cut out where the prompt holds it verbatim."""
+    from livehost.agent.prompt import _render_section
+
     first = next((s for s in steps if s["kind"] == "prompt" and s["data"].get("text")), None)
-    return str(first["data"]["text"]) if first is not None else harness.instructions
+    if first is None:
+        return harness.instructions
+    text = str(first["data"]["text"])
+    ctx = {"comments": [{"user_id": c["user_id"], "text": c["text"]} for c in comments or []],
+           "tools": [{"name": t.name, "description": t.description, "parameters": t.parameters}
+                     for t in harness.tools]}
+    for section in harness.prompt.sections:
+        if section.source not in CARRIED_ELSEWHERE:
+            continue
+        try:
+            rendered = _render_section(section, ctx, {})
+        except KeyError:  # the template also shows other sources: keep it whole
+            continue
+        for cut in ("\n\n" + rendered, rendered + "\n\n", rendered):
+            if rendered and cut in text:
+                text = text.replace(cut, "", 1)
+                break
+    return text
 
 
 def to_sft(row: dict[str, Any], harness: Harness, keep_retries: float = 0.1) -> dict[str, Any] | None:
@@ -237,7 +266,7 @@ def to_sft(row: dict[str, Any], harness: Harness, keep_retries: float = 0.1) -> 
     whole = n_retries > 0 and keep_whole(row["request_id"], keep_retries)
     kept = turns if whole else [t for t in turns if not t.failed]
     comments = "\n".join(f"{c['user_id']}: {c['text']}" for c in row["comments"]) or row["merged_text"]
-    messages: list[dict[str, Any]] = [{"role": "system", "content": system_prompt(steps, harness)},
+    messages: list[dict[str, Any]] = [{"role": "system", "content": system_prompt(steps, harness, row["comments"])},
                                       {"role": "user", "content": comments}]
     for t in kept:
         messages.extend(_turn_messages(t, harness, row["request_id"]))

@@ -8,11 +8,21 @@ from typing import Any
 import asyncpg
 
 
+def policy_of(state: dict[str, Any]) -> str:
+    """The policy the request ran on: the room's or arm's choice, else the model that answered its
+    last policy turn (the ``model_output`` step is named after the model); empty when no turn ran."""
+    chosen = str(state.get("policy") or "")
+    if chosen:
+        return chosen
+    models = [str(s["name"]) for s in state["steps"] if s["kind"] == "model_output" and s.get("name")]
+    return models[-1] if models else ""
+
+
 def trajectory_from_reply(reply: dict[str, Any]) -> dict[str, Any]:
     state = reply["state"]
     return {
         "request_id": state["request_id"], "room_id": state["room_id"],
-        "harness_version": state["harness_version"], "policy": state.get("policy", ""),
+        "harness_version": state["harness_version"], "policy": policy_of(state),
         "outcome": reply["outcome"], "reply_text": reply.get("text"), "reason": reply.get("reason"),
         "merged_text": state["merged_text"], "comments": state["comments"], "steps": state["steps"],
         "created_ms": state["created_ms"], "completed_ms": reply["completed_ms"],

@@ -10,7 +10,15 @@ import pytest
 from typer.testing import CliRunner
 
 from livehost.config import REPO_ROOT
-from livehost.harness.augment import AUGMENT_KINDS, augment, plan_kinds, replay, rewrite_trajectory, variants
+from livehost.harness.augment import (
+    AUGMENT_KINDS,
+    augment,
+    plan_kinds,
+    replay,
+    rewrite_trajectory,
+    step_data,
+    variants,
+)
 from livehost.harness.loader import load
 from livehost.harness.validate import validate_path
 from livehost.training import formats
@@ -88,7 +96,7 @@ def test_rewrite_is_consistent(trajectories: list[dict]) -> None:
     t = trajectories[1]
     new = rewrite_trajectory(t, v)
     for old_step, new_step in zip(t["steps"], new["steps"], strict=True):
-        od, nd = json.loads(old_step["data_json"]), json.loads(new_step["data_json"])
+        od, nd = step_data(old_step), step_data(new_step)
         if old_step["kind"] == "tool_call":
             tool = v.renaming.tools[od["tool"]]
             assert nd["tool"] == new_step["name"] == tool
