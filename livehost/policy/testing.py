@@ -69,6 +69,7 @@ class Sandbox:
         self.room = case.get("room") or {}
         self.issued: list[str] = []
         self.pinned: list[int] = []
+        self.orders: list[dict[str, Any]] = list(case.get("orders") or [])
 
     def run(self, operation: str, args: dict[str, Any]) -> tuple[bool, Any, str | None, str | None]:
         op = OPERATIONS[operation]
@@ -109,7 +110,11 @@ class Sandbox:
             self.pinned.append(item["link_id"])
             return True, {"pinned": True, "link_id": item["link_id"]}, None, None
         if operation == "order.status":
-            return False, None, "not_found", "no such order"
+            wanted = str(next(iter(args.values()), "")).strip().lstrip("#").upper()
+            order = next((o for o in self.orders if str(o.get("order_id", "")).upper() == wanted), None)
+            if order is None:
+                return False, None, "not_found", "no such order"
+            return True, {k: order.get(k) for k in ("order_id", "status", "carrier", "eta")}, None, None
         return False, None, "unknown_operation", operation
 
 

@@ -179,7 +179,7 @@ def _product(rng: random.Random, kind: Kind, link_id: int, cap: float, used_code
             "faq": faq, "coupons": coupons}
 
 
-def make_room(rng: random.Random, index: int) -> Room:
+def make_room(rng: random.Random, index: int, kinds_pool: tuple[Kind, ...] = KINDS, prefix: str = "sim") -> Room:
     cap = float(rng.choice([10, 15, 20, 25, 30]))
     rules = []
     if rng.random() < 0.6:
@@ -187,18 +187,19 @@ def make_room(rng: random.Random, index: int) -> Room:
     if rng.random() < 0.4:
         rules.append(f"Limit {rng.randint(1, 3)} coupons per viewer")
     campaign = {"name": rng.choice(CAMPAIGNS), "rules": rules, "max_discount_pct": cap}
-    kinds = rng.sample(list(KINDS), rng.randint(3, 6))
+    kinds = rng.sample(list(kinds_pool), rng.randint(3, min(6, len(kinds_pool))))
     used: set[str] = set()
     catalog, by_link = [], {}
     for link_id, kind in enumerate(kinds, 1):
         catalog.append(_product(rng, kind, link_id, cap, used))
         by_link[link_id] = kind
-    return Room(f"sim-room-{index:02d}", campaign, catalog, by_link, rng.choice([120, 800, 1800, 5400, 22000]))
+    return Room(f"{prefix}-room-{index:02d}", campaign, catalog, by_link, rng.choice([120, 800, 1800, 5400, 22000]))
 
 
-def make_rooms(seed: int, count: int = 12) -> list[Room]:
+def make_rooms(seed: int, count: int = 12, *, kinds: tuple[Kind, ...] | None = None,
+               prefix: str = "sim") -> list[Room]:
     rng = random.Random(f"rooms:{seed}")
-    return [make_room(rng, i) for i in range(1, count + 1)]
+    return [make_room(rng, i, kinds or KINDS, prefix) for i in range(1, count + 1)]
 
 
 def make_order(rng: random.Random, room: Room, user_id: str, today: date = date(2026, 3, 1)) -> dict[str, Any]:
