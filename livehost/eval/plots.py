@@ -32,42 +32,99 @@ def _png(fig: Any, plt: Any) -> str:
 
 
 def bars_with_ci(labels: Sequence[str], series: Mapping[str, Sequence[tuple[float, float, float]]], *, title: str,
-                 ylabel: str) -> str | None:
-    """Grouped bars; each series value is (estimate, low, high)."""
+                 ylabel: str, horizontal: bool | None = None) -> str | None:
+    """Grouped bars; each series value is (estimate, low, high).
+
+    Many labels (more than 6) are drawn as horizontal bars — one row per label, label text
+    readable, the figure as wide as a page column and as tall as it needs — with the legend below
+    the plot, never over the bars.
+    """
     plt = _plt()
     if plt is None:
         return None
     import numpy as np
 
-    fig, ax = plt.subplots(figsize=(max(6.0, 0.6 * len(labels) * max(1, len(series))), 3.6))
-    width = 0.8 / max(1, len(series))
+    horizontal = len(labels) > 6 if horizontal is None else horizontal
+    n_series = max(1, len(series))
+    if horizontal:
+        fig, ax = plt.subplots(figsize=(8.0, 1.2 + 0.26 * len(labels) * n_series))
+    else:
+        fig, ax = plt.subplots(figsize=(min(8.0, max(5.0, 0.6 * len(labels) * n_series)), 3.6))
+    width = 0.8 / n_series
     x = np.arange(len(labels))
     for k, (name, values) in enumerate(series.items()):
         est = np.array([v[0] for v in values], dtype=float)
         err = np.array([[v[0] - v[1] for v in values], [v[2] - v[0] for v in values]], dtype=float)
-        ax.bar(x + k * width - 0.4 + width / 2, est, width, yerr=np.nan_to_num(err), capsize=3, label=name)
-    ax.set_xticks(x)
-    ax.set_xticklabels(labels, rotation=35, ha="right", fontsize=8)
-    ax.set_ylabel(ylabel)
+        pos = x + k * width - 0.4 + width / 2
+        if horizontal:
+            ax.barh(pos, est, width, xerr=np.nan_to_num(err), capsize=2, label=name)
+        else:
+            ax.bar(pos, est, width, yerr=np.nan_to_num(err), capsize=3, label=name)
+    if horizontal:
+        ax.set_yticks(x)
+        ax.set_yticklabels(labels, fontsize=8)
+        ax.invert_yaxis()  # first label on top, as in the table
+        ax.set_xlabel(ylabel)
+        ax.grid(axis="x", alpha=0.3)
+    else:
+        ax.set_xticks(x)
+        ax.set_xticklabels(labels, rotation=35, ha="right", fontsize=8)
+        ax.set_ylabel(ylabel)
     ax.set_title(title)
     if len(series) > 1:
-        ax.legend(fontsize=8)
+        ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.06 if horizontal else -0.25),
+                  ncol=len(series), frameon=False)
     return _png(fig, plt)
 
 
-def histogram(values: Sequence[float], *, title: str, xlabel: str, marks: dict[str, float] | None = None
-              ) -> str | None:
+def histogram(values: Sequence[float], *, title: str, xlabel: str, marks: dict[str, float] | None = None,
+              log_ratio: float = 20.0) -> str | None:
+    """A histogram with labelled vertical marks (e.g. percentiles).
+
+    When the largest value is more than ``log_ratio`` times the median, the x axis is logarithmic
+    (log-spaced bins, noted in the axis label), so one slow outlier does not squash every other value
+    into one bar. Mark labels are stacked at different heights so they never overlap.
+    """
     plt = _plt()
     if plt is None or not values:
         return None
-    fig, ax = plt.subplots(figsize=(6.0, 3.2))
-    ax.hist(list(values), bins=30, color="#4a8")
-    for name, value in (marks or {}).items():
-        ax.axvline(value, linestyle="--", color="#a33")
-        ax.text(value, ax.get_ylim()[1] * 0.9, f" {name}", fontsize=8, color="#a33")
+    fig = histogram_figure(plt, values, title=title, xlabel=xlabel, marks=marks, log_ratio=log_ratio)
+    return None if fig is None else _png(fig, plt)
+
+
+def histogram_figure(plt: Any, values: Sequence[float], *, title: str, xlabel: str,
+                     marks: dict[str, float] | None = None, log_ratio: float = 20.0) -> Any:
+    """The figure of :func:`histogram` (None without finite values)."""
+    import numpy as np
+
+    data = np.asarray([v for v in values if v == v], dtype=float)
+    if data.size == 0:
+        return None
+    fig, ax = plt.subplots(figsize=(8.0, 3.4))
+    positive = data[data > 0]
+    median = float(np.median(positive)) if positive.size else 0.0
+    log = positive.size == data.size and median > 0 and float(data.max()) > log_ratio * median
+    if log:
+        lo, hi = float(positive.min()), float(positive.max())
+        bins = np.geomspace(lo, hi * 1.0001, 31) if hi > lo else 30
+        ax.hist(data, bins=bins, color="#4a8")
+        ax.set_xscale("log")
+        xlabel = f"{xlabel} (log scale: the largest value is {hi / median:.0f}x the median)"
+    else:
+        ax.hist(data, bins=30, color="#4a8")
+    top = ax.get_ylim()[1]
+    ax.set_ylim(0, top * 1.35)  # headroom for the mark labels
+    colors = ["#a33", "#d67a00", "#6a3d9a", "#1f5fa0"]
+    for i, (name, value) in enumerate(sorted((marks or {}).items(), key=lambda kv: kv[1])):
+        color = colors[i % len(colors)]
+        ax.axvline(value, linestyle="--", color=color, linewidth=1.2)
+        ax.annotate(f"{name} {value:.0f}", xy=(value, top * (1.28 - 0.13 * i)), xytext=(3, 0),
+                    textcoords="offset points", fontsize=8, color=color, va="center",
+                    bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.85})
     ax.set_xlabel(xlabel)
+    ax.set_ylabel("cases")
     ax.set_title(title)
-    return _png(fig, plt)
+    return fig
 
 
 def band(x: Sequence[str], lines: Mapping[str, Sequence[tuple[float | None, float | None, float | None]]], *,
@@ -100,4 +157,5 @@ def band(x: Sequence[str], lines: Mapping[str, Sequence[tuple[float | None, floa
 def img(png: str | None, alt: str) -> str:
     if png is None:
         return f"<p><i>({alt}: plot unavailable — install matplotlib)</i></p>"
-    return f'<img alt="{alt}" src="data:image/png;base64,{png}">'
+    # scales down with the page (never wider than its column), keeps its aspect ratio
+    return f'<img alt="{alt}" style="max-width:100%;height:auto" src="data:image/png;base64,{png}">'

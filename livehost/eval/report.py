@@ -88,7 +88,7 @@ def render_html(report: dict[str, Any], *, title: str = "LiveHost evaluation rep
     cat_png = plots.bars_with_ci(cats, series, title="Per category (95% bootstrap CI)", ylabel="score")
     lat = report["latency_ms"]
     lat_png = plots.histogram(report.get("latency_samples", []), title="Latency", xlabel="ms",
-                              marks={k: v for k, v in lat.items() if k in ("p50", "p95") and v is not None})
+                              marks={k: v for k, v in lat.items() if k in ("p50", "p95", "p99") and v is not None})
     o = report["overall"]
     rows = "".join(f"<tr><td>{e(c)}</td><td>{report['per_category'][c]['accuracy']['n']}</td>"
                    f"<td>{_fmt(report['per_category'][c]['accuracy'])}</td>"
@@ -101,7 +101,9 @@ def render_html(report: dict[str, Any], *, title: str = "LiveHost evaluation rep
     lat_txt = ", ".join(f"{k} {v:.0f} ms" for k, v in lat.items() if v is not None) or "no latency recorded"
     return f"""<!doctype html><html><head><meta charset="utf-8"><title>{e(title)}</title>
 <style>body{{font-family:system-ui,sans-serif;margin:2em;color:#222}}table{{border-collapse:collapse;font-size:13px}}
-td,th{{border:1px solid #ccc;padding:3px 6px;vertical-align:top}}th{{background:#eee}}</style></head><body>
+td,th{{border:1px solid #ccc;padding:3px 6px;vertical-align:top}}th{{background:#eee}}
+img{{max-width:100%;height:auto}}body{{max-width:1100px}}</style>
+<meta name="viewport" content="width=device-width, initial-scale=1"></head><body>
 <h1>{e(title)}</h1>
 <p>{report['n']} cases; versions {e(', '.join(report['versions']) or '-')}; policies
 {e(', '.join(report['policies']) or '-')}. Intervals: 95% percentile bootstrap, {report['bootstrap']['n_boot']}
