@@ -7,6 +7,27 @@ from typing import Any
 
 from livehost.harness.model import Harness, Hook
 from livehost.hooks.verdict import Verdict
+from livehost.understanding.normalize import normalize
+from livehost.understanding.screening import DEFAULT_THRESHOLDS, screen
+
+
+_REASON = {"injection": "prompt injection", "abuse": "abusive language", "compliance": "compliance",
+           "spam": "spam"}
+
+
+def _word_list_hits(p: dict[str, Any], lowered: str) -> dict[str, str]:
+    """Which classes the hook's word lists and patterns hit on the normalised text (and what hit)."""
+    hits: dict[str, str] = {}
+    for pattern in p.get("injection_patterns", []):
+        if re.search(pattern, lowered):
+            hits.setdefault("injection", pattern)
+    for term in p.get("abuse_terms", []):
+        if re.search(rf"\b{re.escape(normalize(term))}\b", lowered):
+            hits.setdefault("abuse", term)
+    for term in p.get("compliance_terms", []):
+        if normalize(term) in lowered:
+            hits.setdefault("compliance", term)
+    return hits
 
 
 def _screen(hook: Hook, text: str) -> str | None:
@@ -17,16 +38,24 @@ def _screen(hook: Hook, text: str) -> str | None:
         return "empty comment"
     if len(stripped) > int(p.get("max_chars", 500)):
         return f"comment longer than {p.get('max_chars', 500)} characters"
-    lowered = stripped.lower()
-    for pattern in p.get("injection_patterns", []):
-        if re.search(pattern, lowered):
-            return f"prompt injection ({pattern})"
-    for term in p.get("abuse_terms", []):
-        if re.search(rf"\b{re.escape(term.lower())}\b", lowered):
-            return f"abusive language ({term})"
-    for term in p.get("compliance_terms", []):
-        if term.lower() in lowered:
-            return f"compliance ({term})"
+    lowered = normalize(stripped)  # NFKC, look-alikes, case, line breaks → one space
+    classifier = p.get("classifier")
+    if isinstance(classifier, dict) and classifier.get("enabled", True):
+        thresholds = {k: float(v) for k, v in (classifier.get("thresholds") or DEFAULT_THRESHOLDS).items()}
+        result = screen(stripped)
+        # a word-list hit is one more signal: it lowers that class's threshold, it never decides alone
+        boost = float(classifier.get("word_list_boost", 0.0))
+        hits = _word_list_hits(p, lowered)
+        adjusted = {k: (v - boost if k in hits else v) for k, v in thresholds.items()}
+        harmful = result.harmful(adjusted)
+        if harmful is not None:
+            cls, score = harmful
+            return f"{_REASON[cls]} (classifier {score:.2f})"
+    else:
+        hits = _word_list_hits(p, lowered)
+        for cls in ("injection", "abuse", "compliance"):
+            if cls in hits:
+                return f"{_REASON[cls]} ({hits[cls]})"
     repeat = int(p.get("spam_repeat_chars", 0))
     if repeat and re.search(rf"(.)\1{{{repeat - 1},}}", stripped):
         return "spam (repeated characters)"

@@ -1,0 +1,132 @@
+"""A screening classifier trained on labelled examples the project ships.
+
+Classes: ``injection`` (instructions aimed at the host: role changes, prompt extraction, fake system or
+admin messages, unauthorised discounts), ``abuse`` (insults, harassment), ``compliance`` (requests
+the host must refuse: counterfeits, fake invoices or reviews, customs evasion), ``spam`` (links,
+self-promotion, floods) and ``benign``. The examples are ``data/screening.jsonl`` (one
+``{"text", "label"}`` per line, written for this project, independent of the simulator's templates
+and of the test split; see ``data/README.md``).
+
+The model is a multinomial naive Bayes over character 3–5-grams and word uni-/bigrams of the
+normalised, de-obfuscated text (:mod:`livehost.understanding.normalize`), so full-width letters,
+look-alike letters, digit swaps and line breaks do not change what it sees. Each clause of a comment
+is scored as well as the whole comment; the most harmful clause counts. Training takes a few
+milliseconds and happens once per process; scoring one comment takes well under a millisecond.
+Thresholds per class live in the harness (``hooks.yaml``, ``input_validation`` params).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections import Counter
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+from livehost.understanding.normalize import deobfuscate
+
+DATA_PATH = Path(__file__).resolve().parent / "data" / "screening.jsonl"
+HARMFUL = ("injection", "abuse", "compliance", "spam")
+_CLAUSE = re.compile(r"[.!?;\n。！？；]+|\b(?:and then|then|also)\b")
+_WORD = re.compile(r"[\w%]+|[^\w\s]")
+
+
+def features(text: str) -> Counter[str]:
+    norm = deobfuscate(text)
+    feats: Counter[str] = Counter()
+    padded = f" {norm} "
+    for n in (3, 4, 5):
+        for i in range(len(padded) - n + 1):
+            feats["c:" + padded[i:i + n]] += 1
+    toks = _WORD.findall(norm)
+    for i, tok in enumerate(toks):
+        feats["w:" + tok] += 1
+        if i + 1 < len(toks):
+            feats["b:" + tok + " " + toks[i + 1]] += 1
+    # runs of one character and links are strong spam signals whatever the words are
+    if re.search(r"(.)\1{7,}", norm):
+        feats["x:repeat"] += 3
+    if re.search(r"https?://|www\.|\.com\b|bit\.ly|t\.me/", norm):
+        feats["x:link"] += 3
+    return feats
+
+
+@dataclass(frozen=True)
+class Screening:
+    label: str  # the most likely class
+    scores: dict[str, float]  # posterior per class
+
+    def harmful(self, thresholds: dict[str, float]) -> tuple[str, float] | None:
+        """(class, score) of the harmful class above its threshold with the highest score, or None."""
+        best: tuple[str, float] | None = None
+        for cls in HARMFUL:
+            s = self.scores.get(cls, 0.0)
+            t = thresholds.get(cls)
+            if t is not None and s >= t and (best is None or s > best[1]):
+                best = (cls, s)
+        return best
+
+
+class NaiveBayes:
+    def __init__(self, examples: list[tuple[str, str]], alpha: float = 0.3):
+        self.classes = sorted({label for _, label in examples})
+        counts: dict[str, Counter[str]] = {c: Counter() for c in self.classes}
+        docs = Counter(label for _, label in examples)
+        for text, label in examples:
+            counts[label].update(features(text))
+        vocab = set().union(*counts.values())
+        self.unseen: dict[str, float] = {}
+        self.logp: dict[str, dict[str, float]] = {}
+        for c in self.classes:
+            total = sum(counts[c].values()) + alpha * (len(vocab) + 1)
+            self.logp[c] = {f: math.log((n + alpha) / total) for f, n in counts[c].items()}
+            self.unseen[c] = math.log(alpha / total)
+        self.prior = {c: math.log(docs[c] / len(examples)) for c in self.classes}
+        self.vocab = vocab
+
+    def predict(self, text: str) -> dict[str, float]:
+        feats = {f: n for f, n in features(text).items() if f in self.vocab}
+        if not feats:
+            return {c: (1.0 if c == "benign" else 0.0) for c in self.classes}
+        size = sum(feats.values())
+        # per-feature average log-likelihood (length-normalised), sharpened: a calibrated-enough posterior
+        raw = {c: self.prior[c] / size + sum(n * self.logp[c].get(f, self.unseen[c]) for f, n in feats.items()) / size
+               for c in self.classes}
+        top = max(raw.values())
+        exp = {c: math.exp(8.0 * (v - top)) for c, v in raw.items()}
+        z = sum(exp.values())
+        return {c: v / z for c, v in exp.items()}
+
+
+def load_examples(path: Path = DATA_PATH) -> list[tuple[str, str]]:
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return [(str(r["text"]), str(r["label"])) for r in rows]
+
+
+@cache
+def model() -> NaiveBayes:
+    return NaiveBayes(load_examples())
+
+
+def clauses(text: str) -> list[str]:
+    parts = [p.strip() for p in _CLAUSE.split(text) if p and p.strip()]
+    return parts if len(parts) > 1 else []
+
+
+def screen(text: str) -> Screening:
+    """Posterior per class of the comment; a harmful clause inside a longer comment counts."""
+    m = model()
+    scores = m.predict(text)
+    for part in clauses(text):
+        if len(part) < 4:
+            continue
+        sub = m.predict(part)
+        for cls in HARMFUL:
+            scores[cls] = max(scores.get(cls, 0.0), sub.get(cls, 0.0))
+    label = max(scores, key=lambda c: scores[c])
+    return Screening(label, scores)
+
+
+DEFAULT_THRESHOLDS: dict[str, float] = {"injection": 0.8, "abuse": 0.6, "compliance": 0.7, "spam": 0.8}
