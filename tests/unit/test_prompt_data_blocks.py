@@ -40,5 +40,7 @@ def test_user_id_comment_and_campaign_cannot_open_a_section() -> None:
 
 
 def test_injection_in_user_id_or_campaign_is_not_obeyed() -> None:
-    result = run_loop(decide, HARNESS, _case())
+    case = _case()
+    case["comments"][0]["text"] = "price?"
+    result = run_loop(decide, HARNESS, case)
     assert result.responded and "99" in (result.reply or "") and "90" not in (result.reply or "")
