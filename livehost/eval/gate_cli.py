@@ -49,7 +49,8 @@ def evaluate(candidate: Annotated[str, typer.Argument(help="Candidate: registry 
                                                                         "running the baseline.")] = None,
              attach: Annotated[bool, typer.Option("--attach/--no-attach", help="Attach the result to the candidate "
                                                                                "in the registry.")] = True,
-             actor: Annotated[str, typer.Option(help="Who runs the evaluation (audit log).")] = "evaluation",
+             actor: Annotated[str, typer.Option(help="Ignored: the evaluator's certificate identity is "
+                                                     "recorded.")] = "evaluation",
              seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
              n_boot: Annotated[int, typer.Option(help="Bootstrap resamples.")] = 2000,
              json_out: Annotated[Path | None, typer.Option("--json", help="Write the result here too.")] = None
@@ -82,10 +83,10 @@ def evaluate(candidate: Annotated[str, typer.Argument(help="Candidate: registry 
         registry = None
         needs_registry = attach or not (Path(candidate).is_dir() and Path(baseline).is_dir())
         if needs_registry:
-            from livehost.harness.registry import Registry, load_harness_settings
+            from livehost.harness.registry import load_harness_settings
+            from livehost.harness.remote import RemoteRegistry
 
-            settings = load_harness_settings()
-            registry = await Registry.connect(settings.postgres_dsn, attempts=3)
+            registry = RemoteRegistry(load_harness_settings())  # the Harness API, as the evaluator identity
         try:
             cand = await _resolve(candidate, registry)
             base = await _resolve(baseline, registry)
@@ -186,11 +187,11 @@ def propose_fixes(results: Annotated[Path, typer.Option("--results", "-r", help=
     console.print(f"proposed bundle: {out} (diff: {out.parent / (out.name + '.diff')}); nothing is applied without "
                   "review")
     if push:
-        from livehost.harness.registry import Registry, load_harness_settings
+        from livehost.harness.registry import load_harness_settings
+        from livehost.harness.remote import RemoteRegistry
 
         async def main() -> tuple[str, int]:
-            settings = load_harness_settings()
-            reg = await Registry.connect(settings.postgres_dsn, attempts=3)
+            reg = RemoteRegistry(load_harness_settings())  # the Harness API, as the author identity
             try:
                 pushed = await reg.push(proposed, author=author, message="propose-fixes: " +
                                         "; ".join(e.description for e in edits))
@@ -202,4 +203,4 @@ def propose_fixes(results: Annotated[Path, typer.Option("--results", "-r", help=
 
         version, pid = asyncio.run(main())
         console.print(f"pushed {version}; proposal {pid} awaits review "
-                      f"(livehost harness review {pid} --reviewer ... --approve)")
+                      f"(LIVEHOST_GRPC_IDENTITY=reviewer livehost harness review {pid} --approve)")

@@ -1,9 +1,10 @@
 """``livehost harness ...``: validate, version, review, activate and roll back harnesses.
 
-Every verb but ``validate`` (and ``diff`` of two folders) talks to the registry in PostgreSQL at
-``LIVEHOST_POSTGRES_DSN``; ``activate`` and ``rollback`` also announce the change on Kafka at
-``LIVEHOST_KAFKA_BOOTSTRAP`` so every replica reloads (replicas also poll, so a broker outage only
-delays the switch). The gRPC Harness API runs the same registry code.
+Every verb but ``validate`` (and ``diff`` of two folders) goes through the Harness gRPC API
+(``LIVEHOST_HARNESS_API_URL``, default the local harness service) over mutual TLS: the CLI holds no
+database credentials, and the identity it acts as is its client certificate
+(``LIVEHOST_GRPC_IDENTITY``: author, reviewer, releaser, evaluator, breakglass, ...), never an
+option. The harness service announces activations and rollbacks on Kafka so every replica reloads.
 """
 
 from __future__ import annotations
@@ -38,7 +39,8 @@ err = Console(stderr=True, highlight=False, soft_wrap=True)
 T = TypeVar("T")
 
 Target = Annotated[str, typer.Option("--target", "-t", help="global | room:<id> | arm:<experiment>/<arm>")]
-Force = Annotated[bool, typer.Option("--force", help="Override the review/evaluation gate (needs --reason).")]
+Force = Annotated[bool, typer.Option("--force", help="Override the review/evaluation gate (break-glass role; "
+                                                     "needs --reason; flagged in the audit log).")]
 Reason = Annotated[str, typer.Option("--reason", help="Why (recorded in the audit log).")]
 
 
@@ -57,30 +59,20 @@ def _fail(message: str, code: int = 1) -> typer.Exit:
     return typer.Exit(code)
 
 
-def _run(fn: Callable[[Registry, HarnessSettings], Awaitable[T]], *, announce: bool = False) -> T:
-    """Run ``fn`` against the registry; registry refusals and invalid bundles exit with code 1."""
+def _run(fn: Callable[[Any, HarnessSettings], Awaitable[T]], *, announce: bool = False) -> T:
+    """Run ``fn`` against the registry through the Harness API; refusals and invalid bundles exit 1,
+    an unreachable API exits 2. (``announce``: the harness service announces its changes itself.)"""
+    del announce
     settings = load_harness_settings()
 
     async def main() -> T:
-        publisher = None
-        if announce:
-            from livehost.harness.hotreload import KafkaHarnessPublisher
+        from livehost.harness.remote import RemoteRegistry
 
-            publisher = KafkaHarnessPublisher(settings.kafka_bootstrap, client_id=f"{settings.kafka_client_id}-cli")
-            try:
-                await publisher.start(settings.harness_announce_timeout_s)
-            except Exception as exc:
-                err.print(f"[yellow]warning:[/] Kafka at {settings.kafka_bootstrap} unreachable ({exc!r}); the change "
-                          f"is not announced, replicas pick it up by polling")
-                publisher = None
-        registry = await Registry.connect(settings.postgres_dsn, attempts=3, publisher=publisher,
-                                          require_evaluation=settings.harness_require_evaluation)
+        registry = RemoteRegistry(settings)
         try:
             return await fn(registry, settings)
         finally:
             await registry.close()
-            if publisher is not None:
-                await publisher.stop()
 
     try:
         return asyncio.run(main())
@@ -89,7 +81,7 @@ def _run(fn: Callable[[Registry, HarnessSettings], Awaitable[T]], *, announce: b
         raise _fail(f"invalid harness ({len(exc.problems)} problems); nothing stored") from None
     except RegistryError as exc:
         raise _fail(str(exc)) from None
-    except ConnectionError as exc:
+    except (ConnectionError, FileNotFoundError) as exc:
         raise _fail(str(exc), 2) from None
 
 
@@ -118,11 +110,10 @@ def validate(path: Annotated[Path, typer.Argument(help="Harness folder.")],
 
 @app.command()
 def push(path: Annotated[Path, typer.Argument(help="Harness folder.")],
-         author: Annotated[str, typer.Option(help="Who pushes.")],
          message: Annotated[str, typer.Option("--message", "-m", help="Why.")] = "",
          parent: Annotated[str, typer.Option(help="Parent version (default: the global active one).")] = "") -> None:
     """Store a harness folder as an immutable version (identical content returns the same version)."""
-    result = _run(lambda r, _s: r.push(path, author=author, message=message, parent=parent or None))
+    result = _run(lambda r, _s: r.push(path, message=message, parent=parent or None))
     _print_problems(list(result.warnings))
     state = "stored" if result.created else "already stored"
     console.print(f"{state}: [bold]{result.version}[/]")
@@ -218,10 +209,10 @@ def diff_(a: Annotated[str, typer.Argument(help="Older: version, version prefix 
 
 
 @app.command()
-def propose(version: str, author: Annotated[str, typer.Option()],
+def propose(version: str,
             message: Annotated[str, typer.Option("--message", "-m")] = "") -> None:
     """Propose a version for activation (it then needs an approving review by someone else)."""
-    p = _run(lambda r, _s: r.propose(version, author=author, message=message))
+    p = _run(lambda r, _s: r.propose(version, message=message))
     console.print(f"proposal [bold]#{p.id}[/] for {p.version}: {p.status}")
 
 
@@ -238,7 +229,7 @@ def proposals(version: Annotated[str, typer.Option(help="Only this version.")] =
 
 
 @app.command()
-def review(proposal: int, reviewer: Annotated[str, typer.Option()],
+def review(proposal: int,
            approve: Annotated[bool, typer.Option("--approve")] = False,
            reject: Annotated[bool, typer.Option("--reject")] = False,
            request_changes: Annotated[bool, typer.Option("--request-changes")] = False,
@@ -247,36 +238,35 @@ def review(proposal: int, reviewer: Annotated[str, typer.Option()],
     chosen = [d for d, on in (("approve", approve), ("reject", reject), ("request_changes", request_changes)) if on]
     if len(chosen) != 1:
         raise _fail("choose exactly one of --approve, --reject, --request-changes", 2)
-    p = _run(lambda r, _s: r.review(proposal, reviewer=reviewer, decision=chosen[0], comment=comment))
+    p = _run(lambda r, _s: r.review(proposal, decision=chosen[0], comment=comment))
     console.print(f"proposal #{p.id} ({p.version}): [bold]{p.status}[/]")
 
 
 @app.command("attach-evaluation")
 def attach_evaluation(version: str,
                       result: Annotated[Path, typer.Option(help="JSON file with the evaluation result.")],
-                      passed: Annotated[bool, typer.Option("--passed/--failed")],
-                      actor: Annotated[str, typer.Option()] = "evaluation") -> None:
-    """Attach an evaluation result to a version (normally done by the evaluation runner)."""
+                      passed: Annotated[bool, typer.Option("--passed/--failed")]) -> None:
+    """Attach an evaluation result to a version (the evaluator identity only)."""
     data = json.loads(result.read_text())
-    e = _run(lambda r, _s: r.attach_evaluation(version, data, passed, actor=actor))
+    e = _run(lambda r, _s: r.attach_evaluation(version, data, passed))
     console.print(f"evaluation #{e.id} attached to {e.version}: {'passed' if e.passed else 'failed'}")
 
 
 @app.command()
-def activate(version: str, actor: Annotated[str, typer.Option()], target: Target = "global",
+def activate(version: str, target: Target = "global",
              force: Force = False, reason: Reason = "") -> None:
     """Activate a version for a target (needs an approved review and a passing evaluation)."""
-    a = _run(lambda r, _s: r.activate(version, target=target, actor=actor, force=force, reason=reason),
+    a = _run(lambda r, _s: r.activate(version, target=target, force=force, reason=reason),
              announce=True)
     console.print(_activation_line(a) + ("" if a.announced else " [yellow](not announced)[/]"))
 
 
 @app.command()
-def rollback(actor: Annotated[str, typer.Option()], target: Target = "global",
+def rollback(target: Target = "global",
              to: Annotated[str, typer.Option("--to", help="Version to return to (default: the previous one).")] = "",
              force: Force = False, reason: Reason = "") -> None:
     """Return a target to its previous activation (or to --to VERSION)."""
-    a = _run(lambda r, _s: r.rollback(target=target, actor=actor, to=to or None, force=force, reason=reason),
+    a = _run(lambda r, _s: r.rollback(target=target, to=to or None, force=force, reason=reason),
              announce=True)
     console.print(_activation_line(a) + ("" if a.announced else " [yellow](not announced)[/]"))
 
@@ -295,11 +285,29 @@ def active(target: Annotated[str, typer.Option("--target", "-t", help="One targe
 
     rows = _run(fn)
     if not rows:
-        console.print(f"no active harness{' on ' + target if target else ''}")
+        global_active = _run(lambda r, _s: r.active("global")) if target and target != "global" else None
+        console.print(no_active_message(target, global_active))
         if target:
             raise typer.Exit(3)
     for a in rows:
         console.print(_activation_line(a))
+
+
+def no_active_message(target: str, global_active: Activation | None) -> str:
+    """What runs when ``target`` has no activation: the global one, else the shipped folder."""
+    from livehost.config import load_settings
+
+    folder = load_settings().harness_path
+    try:
+        shipped = f"the shipped folder {folder} (version {load(folder).version()})"
+    except HarnessError:
+        shipped = f"the shipped folder {folder}"
+    if target and target != "global":
+        if global_active is not None and global_active.version:
+            return (f"no harness activated on {target}: its new requests use the global activation, "
+                    f"{global_active.version}")
+        return f"no harness activated on {target}, nor globally: the runtime uses {shipped}"
+    return f"no active harness: the runtime uses {shipped}"
 
 
 @app.command()
@@ -310,15 +318,27 @@ def audit(limit: Annotated[int, typer.Option()] = 50,
     """The audit log, newest first."""
     rows = _run(lambda r, _s: r.audit(limit=limit, version=version or None, target=target or None,
                                       actor=actor or None))
-    table = Table("#", Column("when", no_wrap=True), "actor", Column("action", no_wrap=True),
-                  Column("version", no_wrap=True), "target", "proposal", "details", header_style="bold")
+    console.print(audit_table(rows))
+
+
+def audit_table(rows: list[Any]) -> Table:
+    """The audit log as a table that reads at 80 columns: the action, its target and proposal and
+    its details share one wrapping column; versions are shown by their first 8 hex digits."""
+    table = Table("#", Column("when", no_wrap=True), "actor", Column("what", ratio=1, overflow="fold"),
+                  Column("version", no_wrap=True), header_style="bold", expand=False)
     for e in rows:
-        style = "red" if e.action.endswith(".refused") or e.action == "load_failed" else ""
-        table.add_row(str(e.id), _ts(e.at), escape(e.actor), f"[{style}]{e.action}[/]" if style else e.action,
-                      e.version or "", e.target or "", str(e.proposal_id or ""),
-                      escape(json.dumps({k: v for k, v in e.details.items() if v not in (None, "", [], False)},
-                                        ensure_ascii=False)))
-    console.print(table)
+        style = "red" if e.action.endswith(".refused") or e.action == "load_failed" else "bold"
+        what = f"[{style}]{escape(e.action)}[/]"
+        if e.target:
+            what += f" {escape(e.target)}"
+        if e.proposal_id:
+            what += f" (proposal {e.proposal_id})"
+        details = {k: v for k, v in e.details.items() if v not in (None, "", [], False)}
+        if details:
+            what += "\n[dim]" + escape("; ".join(f"{k}: {v if isinstance(v, str) else json.dumps(v)}"
+                                                  for k, v in details.items())) + "[/]"
+        table.add_row(str(e.id), _ts(e.at)[:16], escape(e.actor), what, (e.version or "")[:8])
+    return table
 
 
 @app.command()

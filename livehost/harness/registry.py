@@ -64,6 +64,11 @@ class HarnessSettings(Settings):
     # How long the CLI waits for the broker to announce an activation before giving up (replicas
     # then pick the change up by polling).
     harness_announce_timeout_s: float = 5.0
+    # Pushes one identity may make per minute through the Harness API (bundle size: the Push
+    # method's gRPC request limit, Settings.grpc_method_max_request_bytes).
+    harness_pushes_per_minute: int = 10
+    # Where the CLI reaches the Harness API (empty: <grpc_host>:<harness_grpc_port>).
+    harness_api_url: str = ""
 
 
 def load_harness_settings(**overrides: object) -> HarnessSettings:
@@ -402,6 +407,11 @@ class Registry:
                 if row["author"].strip().lower() == reviewer.lower():
                     raise SelfReview(f"{reviewer!r} authored proposal {proposal_id}: the reviewer must not be "
                                      "the author")
+                if decision == "approve":
+                    authors = await self._change_authors(conn, row["version"])
+                    if reviewer.lower() in authors:
+                        raise SelfReview(f"{reviewer!r} authored a change in version {row['version']}: the "
+                                         "approver must not be the author of any change in the version")
                 if row["status"] not in REVIEWABLE:
                     raise Refused(f"proposal {proposal_id} is {row['status']}: it can no longer be reviewed")
                 status = DECISIONS[decision]
@@ -419,6 +429,23 @@ class Registry:
             await self._refused(exc, reviewer, "review", proposal_id=int(proposal_id), decision=decision)
             raise
         return _proposal(updated)
+
+    async def _change_authors(self, conn: asyncpg.Connection, version: str, limit: int = 1000) -> set[str]:
+        """Authors of the version and of every ancestor back to the last one that was approved (the
+        changes an approval of ``version`` accepts), lower-cased."""
+        authors: set[str] = set()
+        current: str | None = version
+        for _ in range(limit):
+            if current is None:
+                break
+            row = await conn.fetchrow("SELECT author, parent FROM harness_versions WHERE version = $1", current)
+            if row is None:
+                break
+            authors.add(str(row["author"]).strip().lower())
+            current = row["parent"]
+            if current is not None and await self._approved(conn, current):
+                break
+        return authors
 
     # -- evaluation -----------------------------------------------------------------------------
 
@@ -529,7 +556,8 @@ class Registry:
                     "UPDATE harness_proposals SET status = 'active', updated_at = now() "
                     "WHERE version = $1 AND status IN ('approved', 'evaluated')", version)
                 await self._audit(conn, actor, "activate", version=version, target=target, activation_id=row["id"],
-                                  previous_version=previous, forced=bool(gaps), overridden=gaps, reason=reason)
+                                  previous_version=previous, forced=bool(gaps), overridden=gaps, reason=reason,
+                                  break_glass=bool(force))
         except (Refused, NotFound) as exc:
             await self._refused(exc, actor, "activate", version=version, target=target)
             raise
@@ -582,7 +610,7 @@ class Registry:
                         "UPDATE harness_proposals SET status = 'rolled_back', updated_at = now() "
                         "WHERE version = $1 AND status = 'active'", left)
                 await self._audit(conn, actor, "rollback", version=version, target=target, activation_id=row["id"],
-                                  previous_version=left, forced=forced, reason=reason)
+                                  previous_version=left, forced=forced, reason=reason, break_glass=bool(force))
         except (Refused, NotFound) as exc:
             await self._refused(exc, actor, "rollback", version=to, target=target)
             raise

@@ -62,6 +62,11 @@ METHOD_ROLES: dict[str, tuple[str, ...]] = {
     "/livehost.harness.v1.HarnessService/Rollback": ("releaser",),
     "/livehost.harness.v1.HarnessService/GetActive": _READ,
     "/livehost.harness.v1.HarnessService/AttachEvaluation": ("evaluator",),
+    "/livehost.harness.v1.HarnessService/ListProposals": _READ,
+    "/livehost.harness.v1.HarnessService/ListEvaluations": _READ,
+    "/livehost.harness.v1.HarnessService/ListActivations": _READ,
+    "/livehost.harness.v1.HarnessService/Audit": ("operator", "reviewer", "releaser", "break-glass"),
+    "/livehost.harness.v1.HarnessService/LoadStatus": _READ,
 }
 
 

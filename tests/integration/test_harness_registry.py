@@ -10,7 +10,7 @@ import asyncio
 import json
 import shutil
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import asyncpg
@@ -25,7 +25,6 @@ from livehost.harness.hotreload import KafkaHarnessPublisher, RegistryHarnessPro
 from livehost.harness.loader import HarnessError, dump, load
 from livehost.harness.model import Harness
 from livehost.harness.registry import BadRequest, NotFound, Refused, Registry, SelfReview
-from livehost.stack.testing import running_kafka
 from tests.integration.conftest import create_database
 
 pytestmark = pytest.mark.integration
@@ -39,9 +38,8 @@ def variant(n: int) -> Harness:
 
 
 @pytest.fixture(scope="module")
-def kafka_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    with running_kafka(tmp_path_factory.mktemp("kafka")) as bootstrap:
-        yield bootstrap
+def kafka_server(module_kafka_bootstrap: str) -> str:
+    return module_kafka_bootstrap
 
 
 @pytest.fixture
@@ -256,54 +254,83 @@ async def test_concurrent_activations_are_serialised(registry: Registry) -> None
 
 # -- CLI --------------------------------------------------------------------------------------------
 
-def test_cli_end_to_end(dsn: str, kafka_server: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("LIVEHOST_STATE_DIR", str(tmp_path / "state"))
-    monkeypatch.setenv("LIVEHOST_POSTGRES_DSN", dsn)
-    monkeypatch.setenv("LIVEHOST_KAFKA_BOOTSTRAP", kafka_server)
-    monkeypatch.setenv("COLUMNS", "200")
-    runner = CliRunner()
+def test_cli_end_to_end(dsn: str, kafka_server: str, tmp_path: Path) -> None:
+    """The CLI holds no database credentials: it goes through the real harness service over mutual TLS,
+    acting as the identity of its client certificate."""
+    import os
+    import sys
 
-    def run(*args: str, code: int = 0) -> str:
-        result = runner.invoke(app, list(args))
-        assert result.exit_code == code, f"{args}: {result.output}"
+    from livehost.grpcutil import wait_healthy
+    from livehost.stack.process import free_port, log_tail, run_async, start_detached, stop_pid
+
+    port = free_port()
+    env = {**os.environ, "LIVEHOST_STATE_DIR": str(tmp_path / "state"), "LIVEHOST_POSTGRES_DSN": dsn,
+           "LIVEHOST_KAFKA_BOOTSTRAP": kafka_server, "LIVEHOST_HARNESS_GRPC_PORT": str(port),
+           "PYTHONPATH": str(REPO_ROOT)}
+    proc = start_detached([sys.executable, "-m", "services.harness"], tmp_path / "harness.log", env=env, cwd=REPO_ROOT)
+    runner = CliRunner()
+    # the CLI's environment: no DSN at all, only where the API is and which credential to present
+    cli_env = {"LIVEHOST_STATE_DIR": str(tmp_path / "cli-state"), "LIVEHOST_POSTGRES_DSN": "postgresql://nobody@x/y",
+               "LIVEHOST_HARNESS_API_URL": f"127.0.0.1:{port}", "COLUMNS": "200"}
+
+    def run(*args: str, code: int = 0, who: str = "operator") -> str:
+        result = runner.invoke(app, list(args), env={**cli_env, "LIVEHOST_GRPC_IDENTITY": who})
+        assert result.exit_code == code, f"{args} as {who}: {result.output}"
         return result.output
 
-    v1 = DEFAULT.version()
-    assert v1 in run("push", str(DEFAULT_PATH), "--author", "alice", "-m", "initial")
-    assert "already stored" in run("push", str(DEFAULT_PATH), "--author", "alice")
-    edited = dump(variant(5), tmp_path / "edited")
-    v2 = variant(5).version()
-    assert v2 in run("push", str(edited), "--author", "alice", "-m", "shorter answers")
-    out = run("log")
-    assert v1 in out and v2 in out
-    out = run("show", v2[:8], "--out", str(tmp_path / "shown"))
-    assert "shorter answers" in out and load(tmp_path / "shown").version() == v2
-    assert "variant 5" in run("diff", v1, v2)
-    assert "variant 5" in run("diff", str(DEFAULT_PATH), v2)
-    assert "no differences" in run("diff", str(DEFAULT_PATH), v1)
+    try:
+        try:
+            run_async(lambda: wait_healthy(f"127.0.0.1:{port}", "livehost.harness.v1.HarnessService", 60))
+        except TimeoutError:
+            raise AssertionError(log_tail(tmp_path / "harness.log")) from None
+        v1 = DEFAULT.version()
+        assert "permission denied" in run("push", str(DEFAULT_PATH), code=1, who="reviewer")
+        assert v1 in run("push", str(DEFAULT_PATH), "-m", "initial", who="author")
+        assert "already stored" in run("push", str(DEFAULT_PATH), who="author")
+        edited = dump(variant(5), tmp_path / "edited")
+        v2 = variant(5).version()
+        assert v2 in run("push", str(edited), "-m", "shorter answers", who="author")
+        out = run("log")
+        assert v1 in out and v2 in out
+        out = run("show", v2[:8], "--out", str(tmp_path / "shown"))
+        assert "shorter answers" in out and load(tmp_path / "shown").version() == v2
+        assert "variant 5" in run("diff", v1, v2)
+        assert "variant 5" in run("diff", str(DEFAULT_PATH), v2)
+        assert "no differences" in run("diff", str(DEFAULT_PATH), v1)
 
-    out = run("propose", v2, "--author", "alice", "-m", "ship it")
-    pid = out.split("#", 1)[1].split()[0]
-    assert "must not be the author" in run("review", pid, "--reviewer", "alice", "--approve", code=1)
-    run("review", pid, "--reviewer", "bob", "--approve", "--reject", code=2)
-    assert "approved" in run("review", pid, "--reviewer", "bob", "--approve", "--comment", "fine")
-    assert "no evaluation" in run("activate", v2, "--actor", "ops", code=1)
-    result_file = tmp_path / "eval.json"
-    result_file.write_text(json.dumps({"accuracy": 92.5, "effectiveness": 92.7}))
-    run("attach-evaluation", v2, "--result", str(result_file), "--passed")
-    out = run("activate", v2, "--actor", "ops")
-    assert v2 in out and "not announced" not in out
-    assert "cleared" not in run("activate", v1, "--actor", "ops", "--target", "room:42", "--force",
-                                "--reason", "pin the old one for this room")
-    out = run("active")
-    assert "room:42" in out and "global" in out
-    assert "never passed review" in run("rollback", "--actor", "ops", "--to", v1, code=1)
-    out = run("rollback", "--actor", "ops", "--target", "room:42")
-    assert "cleared" in out
-    run("active", "--target", "room:42", code=3)
-    out = run("audit", "--limit", "100")
-    for action in ("push", "propose", "review", "review.refused", "evaluate", "activate", "rollback"):
-        assert action in out
+        out = run("propose", v2, "-m", "ship it", who="author")
+        pid = out.split("#", 1)[1].split()[0]
+        assert "permission denied" in run("review", pid, "--approve", code=1, who="author")
+        run("review", pid, "--approve", "--reject", code=2, who="reviewer")
+        assert "approved" in run("review", pid, "--approve", "--comment", "fine", who="reviewer")
+        assert "no evaluation" in run("activate", v2, code=1, who="releaser")
+        result_file = tmp_path / "eval.json"
+        result_file.write_text(json.dumps({"accuracy": 92.5, "effectiveness": 92.7}))
+        # only the evaluator attaches results; a self-declared --passed from anyone else is refused
+        assert "permission denied" in run("attach-evaluation", v2, "--result", str(result_file), "--passed",
+                                          code=1, who="releaser")
+        run("attach-evaluation", v2, "--result", str(result_file), "--passed", who="evaluator")
+        out = run("activate", v2, who="releaser")
+        assert v2 in out and "not announced" not in out
+        # forcing is break-glass: a releaser without it is refused, the break-glass identity is flagged
+        assert "permission denied" in run("activate", v1, "--target", "room:42", "--force", "--reason", "x",
+                                          code=1, who="releaser")
+        assert "cleared" not in run("activate", v1, "--target", "room:42", "--force",
+                                    "--reason", "pin the old one for this room", who="breakglass")
+        out = run("active")
+        assert "room:42" in out and "global" in out
+        assert "never passed review" in run("rollback", "--to", v1, code=1, who="releaser")
+        out = run("rollback", "--target", "room:42", who="releaser")
+        assert "cleared" in out
+        run("active", "--target", "room:42", code=3)
+        out = run("audit", "--limit", "100")
+        for action in ("push", "propose", "review", "evaluate", "activate", "activate.refused", "rollback"):
+            assert action in out
+        for identity in ("author", "reviewer", "evaluator", "releaser", "breakglass"):
+            assert identity in out  # every audit row carries the authenticated identity
+        assert "break_glass" in out
+    finally:
+        stop_pid(proc.pid, timeout=10)
 
 
 # -- hot reload -------------------------------------------------------------------------------------
@@ -441,59 +468,121 @@ async def test_grpc_api_shares_the_registry(registry: Registry) -> None:
     from services.harness.server import HarnessServicer
 
     running = await start_server([(harness_pb2_grpc.add_HarnessServiceServicer_to_server,
-                                   HarnessServicer(lambda: registry))])
+                                   HarnessServicer(lambda: registry))], identity="harness")
+    channels = {who: make_channel(running.target, identity=who)
+                for who in ("author", "reviewer", "releaser", "evaluator", "breakglass", "operator")}
     try:
-        async with make_channel(running.target) as channel:
-            stub = harness_pb2_grpc.HarnessServiceStub(channel)
+        stubs = {who: harness_pb2_grpc.HarnessServiceStub(ch) for who, ch in channels.items()}
+        stub = stubs["author"]
 
-            async def code_of(call: object) -> grpc.StatusCode:
-                with pytest.raises(grpc.aio.AioRpcError) as exc:
-                    await call  # type: ignore[misc]
-                return exc.value.code()
+        async def code_of(call: object) -> grpc.StatusCode:
+            with pytest.raises(grpc.aio.AioRpcError) as exc:
+                await call  # type: ignore[misc]
+            return exc.value.code()
 
-            bad = DEFAULT.canonical()
-            bad["rules"] = dict(bad["rules"], max_discount_pct=250)
-            bad["prompt"] = dict(bad["prompt"], truncation_order=["nowhere"])
-            checked = await stub.Validate(pb.ValidateRequest(bundle_json=json.dumps(bad)))
-            assert not checked.valid and len([p for p in checked.problems if p.severity == "error"]) == 2
-            assert await code_of(stub.Push(pb.PushRequest(bundle_json=json.dumps(bad), author="a"))) == \
-                grpc.StatusCode.INVALID_ARGUMENT
-            assert await code_of(stub.Push(pb.PushRequest(bundle_json="{nope", author="a"))) == \
-                grpc.StatusCode.INVALID_ARGUMENT
+        bad = DEFAULT.canonical()
+        bad["rules"] = dict(bad["rules"], max_discount_pct=250)
+        bad["prompt"] = dict(bad["prompt"], truncation_order=["nowhere"])
+        checked = await stub.Validate(pb.ValidateRequest(bundle_json=json.dumps(bad)))
+        assert not checked.valid and len([p for p in checked.problems if p.severity == "error"]) == 2
+        assert await code_of(stub.Push(pb.PushRequest(bundle_json=json.dumps(bad)))) == \
+            grpc.StatusCode.INVALID_ARGUMENT
+        assert await code_of(stub.Push(pb.PushRequest(bundle_json="{nope"))) == grpc.StatusCode.INVALID_ARGUMENT
 
-            v1 = (await stub.Push(pb.PushRequest(bundle_json=json.dumps(variant(1).canonical()), author="alice",
-                                                 message="one"))).version
-            pushed = await stub.Push(pb.PushRequest(bundle_json=json.dumps(variant(2).canonical()), author="alice",
-                                                    parent=v1))
-            v2 = pushed.version
-            assert pushed.created and v2 == variant(2).version()
-            shown = await stub.Show(pb.ShowRequest(version=v2[:8]))
-            assert shown.info.parent == v1 and json.loads(shown.bundle_json)["description"] == "variant 2"
-            assert await code_of(stub.Show(pb.ShowRequest(version="ffffffffff"))) == grpc.StatusCode.NOT_FOUND
-            assert [v.version for v in (await stub.Log(pb.LogRequest())).versions] == [v2, v1]
-            assert "variant 2" in (await stub.Diff(pb.DiffRequest(a=v1, b=v2))).text
+        # the author field of the request is ignored: the certificate's identity is recorded
+        v1 = (await stub.Push(pb.PushRequest(bundle_json=json.dumps(variant(1).canonical()), author="mallory",
+                                             message="one"))).version
+        pushed = await stub.Push(pb.PushRequest(bundle_json=json.dumps(variant(2).canonical()), parent=v1))
+        v2 = pushed.version
+        assert pushed.created and v2 == variant(2).version()
+        shown = await stub.Show(pb.ShowRequest(version=v2[:8]))
+        assert shown.info.parent == v1 and json.loads(shown.bundle_json)["description"] == "variant 2"
+        assert shown.info.author == "author"
+        assert await code_of(stub.Show(pb.ShowRequest(version="ffffffffff"))) == grpc.StatusCode.NOT_FOUND
+        assert [v.version for v in (await stub.Log(pb.LogRequest())).versions] == [v2, v1]
+        assert "variant 2" in (await stub.Diff(pb.DiffRequest(a=v1, b=v2))).text
 
-            pid = (await stub.Propose(pb.ProposeRequest(version=v2, author="alice"))).proposal_id
-            assert await code_of(stub.Review(pb.ReviewRequest(proposal_id=pid, reviewer="alice",
-                                                              decision=pb.REVIEW_DECISION_APPROVE))) == \
-                grpc.StatusCode.PERMISSION_DENIED
-            review = await stub.Review(pb.ReviewRequest(proposal_id=pid, reviewer="bob",
-                                                        decision=pb.REVIEW_DECISION_APPROVE))
-            assert review.status == "approved"
-            assert await code_of(stub.Activate(pb.ActivateRequest(version=v2, actor="ops"))) == \
-                grpc.StatusCode.FAILED_PRECONDITION
-            await registry.attach_evaluation(v2, {"accuracy": 92.55}, True)
-            act = await stub.Activate(pb.ActivateRequest(version=v2, target="default", actor="ops"))
-            assert act.active_version == v2 and act.previous_version == ""
-            room = await stub.Activate(pb.ActivateRequest(version=v1, target="77", actor="ops", force=True,
-                                                          reason="room trial"))
-            assert room.active_version == v1
-            assert (await registry.active("room:77")).version == v1  # type: ignore[union-attr]
-            assert (await stub.GetActive(pb.GetActiveRequest(target="default"))).version == v2
-            back = await stub.Rollback(pb.RollbackRequest(target="77", actor="ops"))
-            assert back.active_version == "" and back.previous_version == v1
-            assert await code_of(stub.GetActive(pb.GetActiveRequest(target="77"))) == grpc.StatusCode.NOT_FOUND
-            assert await code_of(stub.Rollback(pb.RollbackRequest(actor="ops", to_version=v1))) == \
-                grpc.StatusCode.FAILED_PRECONDITION
+        pid = (await stub.Propose(pb.ProposeRequest(version=v2, author="bob"))).proposal_id
+        assert await code_of(stub.Review(pb.ReviewRequest(proposal_id=pid, decision=pb.REVIEW_DECISION_APPROVE))) \
+            == grpc.StatusCode.PERMISSION_DENIED  # the author has no reviewer role
+        review = await stubs["reviewer"].Review(pb.ReviewRequest(proposal_id=pid, reviewer="alice",
+                                                                 decision=pb.REVIEW_DECISION_APPROVE))
+        assert review.status == "approved"
+        assert await code_of(stubs["releaser"].Activate(pb.ActivateRequest(version=v2))) == \
+            grpc.StatusCode.FAILED_PRECONDITION
+        # only the evaluator attaches evaluation results
+        for who in ("author", "releaser", "reviewer"):
+            assert await code_of(stubs[who].AttachEvaluation(pb.AttachEvaluationRequest(
+                version=v2, result_json="{}", passed=True))) == grpc.StatusCode.PERMISSION_DENIED
+        evaluation = await stubs["evaluator"].AttachEvaluation(pb.AttachEvaluationRequest(
+            version=v2, result_json=json.dumps({"accuracy": 92.55}), passed=True))
+        assert evaluation.actor == "evaluator" and evaluation.passed
+        assert await code_of(stub.Activate(pb.ActivateRequest(version=v2))) == grpc.StatusCode.PERMISSION_DENIED
+        act = await stubs["releaser"].Activate(pb.ActivateRequest(version=v2, target="default", actor="root"))
+        assert act.active_version == v2 and act.previous_version == "" and act.activation.actor == "releaser"
+        # forcing needs the break-glass role, and a reason
+        assert await code_of(stubs["releaser"].Activate(pb.ActivateRequest(
+            version=v1, target="77", force=True, reason="room trial"))) == grpc.StatusCode.PERMISSION_DENIED
+        assert await code_of(stubs["breakglass"].Activate(pb.ActivateRequest(version=v1, target="77", force=True))) \
+            == grpc.StatusCode.INVALID_ARGUMENT
+        room = await stubs["breakglass"].Activate(pb.ActivateRequest(version=v1, target="77", force=True,
+                                                                     reason="room trial"))
+        assert room.active_version == v1 and room.activation.forced and room.activation.actor == "breakglass"
+        assert (await registry.active("room:77")).version == v1  # type: ignore[union-attr]
+        assert (await stub.GetActive(pb.GetActiveRequest(target="default"))).version == v2
+        back = await stubs["releaser"].Rollback(pb.RollbackRequest(target="77"))
+        assert back.active_version == "" and back.previous_version == v1
+        assert await code_of(stub.GetActive(pb.GetActiveRequest(target="77"))) == grpc.StatusCode.NOT_FOUND
+        assert await code_of(stubs["releaser"].Rollback(pb.RollbackRequest(to_version=v1))) == \
+            grpc.StatusCode.FAILED_PRECONDITION
+        entries = (await stubs["operator"].Audit(pb.AuditRequest(limit=100))).entries
+        assert entries and all(e.actor in {"author", "reviewer", "releaser", "evaluator", "breakglass"}
+                               for e in entries), [e.actor for e in entries]
+        forced = [e for e in entries if e.action == "activate" and json.loads(e.details_json).get("break_glass")]
+        assert [e.actor for e in forced] == ["breakglass"]
+        assert [a.target for a in (await stub.ListActivations(pb.ListActivationsRequest())).activations] == ["global"]
+        assert [p.id for p in (await stub.ListProposals(pb.ListProposalsRequest())).proposals] == [int(pid)]
     finally:
+        for ch in channels.values():
+            await ch.close()
+        await running.stop(grace=0)
+
+
+async def test_approver_must_not_have_authored_any_change_in_the_version(registry: Registry) -> None:
+    """An identity holding both author and reviewer roles may not approve a version containing a change
+    of its own — even one pushed as a parent of the proposed version, or proposed by someone else."""
+    import grpc
+
+    from livehost.gen.livehost.harness.v1 import harness_pb2 as pb
+    from livehost.gen.livehost.harness.v1 import harness_pb2_grpc
+    from livehost.grpcutil import make_channel, pki_dir, start_server
+    from livehost.security.pki import ensure_pki
+    from services.harness.server import HarnessServicer
+
+    roles = {**Settings().grpc_roles, "dana": ["author", "reviewer"], "erin": ["author", "reviewer"]}
+    settings = Settings(grpc_roles=roles)
+    ensure_pki(pki_dir(settings), ["dana", "erin"])
+    running = await start_server([(harness_pb2_grpc.add_HarnessServiceServicer_to_server,
+                                   HarnessServicer(lambda: registry))], identity="harness", settings=settings)
+    dana_ch, erin_ch = make_channel(running.target, identity="dana"), make_channel(running.target, identity="erin")
+    try:
+        dana, erin = harness_pb2_grpc.HarnessServiceStub(dana_ch), harness_pb2_grpc.HarnessServiceStub(erin_ch)
+        base = (await dana.Push(pb.PushRequest(bundle_json=json.dumps(variant(11).canonical())))).version
+        top = (await erin.Push(pb.PushRequest(bundle_json=json.dumps(variant(12).canonical()), parent=base))).version
+        pid = (await erin.Propose(pb.ProposeRequest(version=top))).proposal_id
+        for reviewer in (dana, erin):  # dana wrote the parent's change, erin the version's
+            with pytest.raises(grpc.aio.AioRpcError) as err:
+                await reviewer.Review(pb.ReviewRequest(proposal_id=pid, decision=pb.REVIEW_DECISION_APPROVE))
+            assert err.value.code() == grpc.StatusCode.PERMISSION_DENIED
+            assert "author" in (err.value.details() or "")
+        audit = await registry.audit(limit=50)
+        assert {e.actor for e in audit if e.action == "review.refused"} == {"dana", "erin"}
+        # a reviewer with no change in it approves
+        async with make_channel(running.target, identity="reviewer") as ch:
+            approved = await harness_pb2_grpc.HarnessServiceStub(ch).Review(
+                pb.ReviewRequest(proposal_id=pid, decision=pb.REVIEW_DECISION_APPROVE))
+        assert approved.status == "approved"
+    finally:
+        await dana_ch.close()
+        await erin_ch.close()
         await running.stop(grace=0)

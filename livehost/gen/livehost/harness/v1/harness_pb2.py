@@ -24,15 +24,15 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n!livehost/harness/v1/harness.proto\x12\x13livehost.harness.v1\":\n\x07Problem\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x0f\n\x07message\x18\x02 \x01(\t\x12\x10\n\x08severity\x18\x03 \x01(\t\"&\n\x0fValidateRequest\x12\x13\n\x0b\x62undle_json\x18\x01 \x01(\t\"Q\n\x10ValidateResponse\x12\r\n\x05valid\x18\x01 \x01(\x08\x12.\n\x08problems\x18\x02 \x03(\x0b\x32\x1c.livehost.harness.v1.Problem\"S\n\x0bPushRequest\x12\x13\n\x0b\x62undle_json\x18\x01 \x01(\t\x12\x0e\n\x06\x61uthor\x18\x02 \x01(\t\x12\x0f\n\x07message\x18\x03 \x01(\t\x12\x0e\n\x06parent\x18\x04 \x01(\t\"0\n\x0cPushResponse\x12\x0f\n\x07version\x18\x01 \x01(\t\x12\x0f\n\x07\x63reated\x18\x02 \x01(\x08\"c\n\x0bVersionInfo\x12\x0f\n\x07version\x18\x01 \x01(\t\x12\x0e\n\x06parent\x18\x02 \x01(\t\x12\x0e\n\x06\x61uthor\x18\x03 \x01(\t\x12\x0f\n\x07message\x18\x04 \x01(\t\x12\x12\n\ncreated_at\x18\x05 \x01(\t\"\x1e\n\x0bShowRequest\x12\x0f\n\x07version\x18\x01 \x01(\t\"S\n\x0cShowResponse\x12.\n\x04info\x18\x01 \x01(\x0b\x32 .livehost.harness.v1.VersionInfo\x12\x13\n\x0b\x62undle_json\x18\x02 \x01(\t\"\x1b\n\nLogRequest\x12\r\n\x05limit\x18\x01 \x01(\x05\"A\n\x0bLogResponse\x12\x32\n\x08versions\x18\x01 \x03(\x0b\x32 .livehost.harness.v1.VersionInfo\"#\n\x0b\x44iffRequest\x12\t\n\x01\x61\x18\x01 \x01(\t\x12\t\n\x01\x62\x18\x02 \x01(\t\"\x1c\n\x0c\x44iffResponse\x12\x0c\n\x04text\x18\x01 \x01(\t\"B\n\x0eProposeRequest\x12\x0f\n\x07version\x18\x01 \x01(\t\x12\x0e\n\x06\x61uthor\x18\x02 \x01(\t\x12\x0f\n\x07message\x18\x03 \x01(\t\"&\n\x0fProposeResponse\x12\x13\n\x0bproposal_id\x18\x01 \x01(\t\"~\n\rReviewRequest\x12\x13\n\x0bproposal_id\x18\x01 \x01(\t\x12\x10\n\x08reviewer\x18\x02 \x01(\t\x12\x35\n\x08\x64\x65\x63ision\x18\x03 \x01(\x0e\x32#.livehost.harness.v1.ReviewDecision\x12\x0f\n\x07\x63omment\x18\x04 \x01(\t\" \n\x0eReviewResponse\x12\x0e\n\x06status\x18\x01 \x01(\t\"`\n\x0f\x41\x63tivateRequest\x12\x0f\n\x07version\x18\x01 \x01(\t\x12\x0e\n\x06target\x18\x02 \x01(\t\x12\r\n\x05\x61\x63tor\x18\x03 \x01(\t\x12\r\n\x05\x66orce\x18\x04 \x01(\x08\x12\x0e\n\x06reason\x18\x05 \x01(\t\"X\n\x10\x41\x63tivateResponse\x12\x12\n\nrollout_id\x18\x01 \x01(\t\x12\x18\n\x10previous_version\x18\x02 \x01(\t\x12\x16\n\x0e\x61\x63tive_version\x18\x03 \x01(\t\"w\n\x0fRollbackRequest\x12\x0e\n\x06target\x18\x01 \x01(\t\x12\r\n\x05\x61\x63tor\x18\x02 \x01(\t\x12\x17\n\nto_version\x18\x03 \x01(\tH\x00\x88\x01\x01\x12\r\n\x05\x66orce\x18\x04 \x01(\x08\x12\x0e\n\x06reason\x18\x05 \x01(\tB\r\n\x0b_to_version\"X\n\x10RollbackResponse\x12\x12\n\nrollout_id\x18\x01 \x01(\t\x12\x18\n\x10previous_version\x18\x02 \x01(\t\x12\x16\n\x0e\x61\x63tive_version\x18\x03 \x01(\t\"\"\n\x10GetActiveRequest\x12\x0e\n\x06target\x18\x01 \x01(\t\":\n\x11GetActiveResponse\x12\x0f\n\x07version\x18\x01 \x01(\t\x12\x14\n\x0c\x61\x63tivated_at\x18\x02 \x01(\t*\x8f\x01\n\x0eReviewDecision\x12\x1f\n\x1bREVIEW_DECISION_UNSPECIFIED\x10\x00\x12\x1b\n\x17REVIEW_DECISION_APPROVE\x10\x01\x12\x1a\n\x16REVIEW_DECISION_REJECT\x10\x02\x12#\n\x1fREVIEW_DECISION_REQUEST_CHANGES\x10\x03\x32\xd1\x06\n\x0eHarnessService\x12W\n\x08Validate\x12$.livehost.harness.v1.ValidateRequest\x1a%.livehost.harness.v1.ValidateResponse\x12K\n\x04Push\x12 .livehost.harness.v1.PushRequest\x1a!.livehost.harness.v1.PushResponse\x12K\n\x04Show\x12 .livehost.harness.v1.ShowRequest\x1a!.livehost.harness.v1.ShowResponse\x12H\n\x03Log\x12\x1f.livehost.harness.v1.LogRequest\x1a .livehost.harness.v1.LogResponse\x12K\n\x04\x44iff\x12 .livehost.harness.v1.DiffRequest\x1a!.livehost.harness.v1.DiffResponse\x12T\n\x07Propose\x12#.livehost.harness.v1.ProposeRequest\x1a$.livehost.harness.v1.ProposeResponse\x12Q\n\x06Review\x12\".livehost.harness.v1.ReviewRequest\x1a#.livehost.harness.v1.ReviewResponse\x12W\n\x08\x41\x63tivate\x12$.livehost.harness.v1.ActivateRequest\x1a%.livehost.harness.v1.ActivateResponse\x12W\n\x08Rollback\x12$.livehost.harness.v1.RollbackRequest\x1a%.livehost.harness.v1.RollbackResponse\x12Z\n\tGetActive\x12%.livehost.harness.v1.GetActiveRequest\x1a&.livehost.harness.v1.GetActiveResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n!livehost/harness/v1/harness.proto\x12\x13livehost.harness.v1\":\n\x07Problem\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x0f\n\x07message\x18\x02 \x01(\t\x12\x10\n\x08severity\x18\x03 \x01(\t\"&\n\x0fValidateRequest\x12\x13\n\x0b\x62undle_json\x18\x01 \x01(\t\"Q\n\x10ValidateResponse\x12\r\n\x05valid\x18\x01 \x01(\x08\x12.\n\x08problems\x18\x02 \x03(\x0b\x32\x1c.livehost.harness.v1.Problem\"S\n\x0bPushRequest\x12\x13\n\x0b\x62undle_json\x18\x01 \x01(\t\x12\x0e\n\x06\x61uthor\x18\x02 \x01(\t\x12\x0f\n\x07message\x18\x03 \x01(\t\x12\x0e\n\x06parent\x18\x04 \x01(\t\"0\n\x0cPushResponse\x12\x0f\n\x07version\x18\x01 \x01(\t\x12\x0f\n\x07\x63reated\x18\x02 \x01(\x08\"c\n\x0bVersionInfo\x12\x0f\n\x07version\x18\x01 \x01(\t\x12\x0e\n\x06parent\x18\x02 \x01(\t\x12\x0e\n\x06\x61uthor\x18\x03 \x01(\t\x12\x0f\n\x07message\x18\x04 \x01(\t\x12\x12\n\ncreated_at\x18\x05 \x01(\t\"\x1e\n\x0bShowRequest\x12\x0f\n\x07version\x18\x01 \x01(\t\"S\n\x0cShowResponse\x12.\n\x04info\x18\x01 \x01(\x0b\x32 .livehost.harness.v1.VersionInfo\x12\x13\n\x0b\x62undle_json\x18\x02 \x01(\t\"\x1b\n\nLogRequest\x12\r\n\x05limit\x18\x01 \x01(\x05\"A\n\x0bLogResponse\x12\x32\n\x08versions\x18\x01 \x03(\x0b\x32 .livehost.harness.v1.VersionInfo\"#\n\x0b\x44iffRequest\x12\t\n\x01\x61\x18\x01 \x01(\t\x12\t\n\x01\x62\x18\x02 \x01(\t\"\x1c\n\x0c\x44iffResponse\x12\x0c\n\x04text\x18\x01 \x01(\t\"B\n\x0eProposeRequest\x12\x0f\n\x07version\x18\x01 \x01(\t\x12\x0e\n\x06\x61uthor\x18\x02 \x01(\t\x12\x0f\n\x07message\x18\x03 \x01(\t\"&\n\x0fProposeResponse\x12\x13\n\x0bproposal_id\x18\x01 \x01(\t\"~\n\rReviewRequest\x12\x13\n\x0bproposal_id\x18\x01 \x01(\t\x12\x10\n\x08reviewer\x18\x02 \x01(\t\x12\x35\n\x08\x64\x65\x63ision\x18\x03 \x01(\x0e\x32#.livehost.harness.v1.ReviewDecision\x12\x0f\n\x07\x63omment\x18\x04 \x01(\t\" \n\x0eReviewResponse\x12\x0e\n\x06status\x18\x01 \x01(\t\"`\n\x0f\x41\x63tivateRequest\x12\x0f\n\x07version\x18\x01 \x01(\t\x12\x0e\n\x06target\x18\x02 \x01(\t\x12\r\n\x05\x61\x63tor\x18\x03 \x01(\t\x12\r\n\x05\x66orce\x18\x04 \x01(\x08\x12\x0e\n\x06reason\x18\x05 \x01(\t\"\x8d\x01\n\x10\x41\x63tivateResponse\x12\x33\n\nactivation\x18\x04 \x01(\x0b\x32\x1f.livehost.harness.v1.Activation\x12\x12\n\nrollout_id\x18\x01 \x01(\t\x12\x18\n\x10previous_version\x18\x02 \x01(\t\x12\x16\n\x0e\x61\x63tive_version\x18\x03 \x01(\t\"w\n\x0fRollbackRequest\x12\x0e\n\x06target\x18\x01 \x01(\t\x12\r\n\x05\x61\x63tor\x18\x02 \x01(\t\x12\x17\n\nto_version\x18\x03 \x01(\tH\x00\x88\x01\x01\x12\r\n\x05\x66orce\x18\x04 \x01(\x08\x12\x0e\n\x06reason\x18\x05 \x01(\tB\r\n\x0b_to_version\"\x8d\x01\n\x10RollbackResponse\x12\x33\n\nactivation\x18\x04 \x01(\x0b\x32\x1f.livehost.harness.v1.Activation\x12\x12\n\nrollout_id\x18\x01 \x01(\t\x12\x18\n\x10previous_version\x18\x02 \x01(\t\x12\x16\n\x0e\x61\x63tive_version\x18\x03 \x01(\t\"\"\n\x10GetActiveRequest\x12\x0e\n\x06target\x18\x01 \x01(\t\":\n\x11GetActiveResponse\x12\x0f\n\x07version\x18\x01 \x01(\t\x12\x14\n\x0c\x61\x63tivated_at\x18\x02 \x01(\t\"O\n\x17\x41ttachEvaluationRequest\x12\x0f\n\x07version\x18\x01 \x01(\t\x12\x13\n\x0bresult_json\x18\x02 \x01(\t\x12\x0e\n\x06passed\x18\x03 \x01(\x08\"q\n\nEvaluation\x12\n\n\x02id\x18\x01 \x01(\x03\x12\x0f\n\x07version\x18\x02 \x01(\t\x12\x0e\n\x06passed\x18\x03 \x01(\x08\x12\x13\n\x0bresult_json\x18\x04 \x01(\t\x12\r\n\x05\x61\x63tor\x18\x05 \x01(\t\x12\x12\n\ncreated_at\x18\x06 \x01(\t\"F\n\x14ListProposalsRequest\x12\x0f\n\x07version\x18\x01 \x01(\t\x12\x0e\n\x06status\x18\x02 \x01(\t\x12\r\n\x05limit\x18\x03 \x01(\x05\"l\n\x08Proposal\x12\n\n\x02id\x18\x01 \x01(\x03\x12\x0f\n\x07version\x18\x02 \x01(\t\x12\x0e\n\x06\x61uthor\x18\x03 \x01(\t\x12\x0f\n\x07message\x18\x04 \x01(\t\x12\x0e\n\x06status\x18\x05 \x01(\t\x12\x12\n\ncreated_at\x18\x06 \x01(\t\"I\n\x15ListProposalsResponse\x12\x30\n\tproposals\x18\x01 \x03(\x0b\x32\x1d.livehost.harness.v1.Proposal\")\n\x16ListEvaluationsRequest\x12\x0f\n\x07version\x18\x01 \x01(\t\"O\n\x17ListEvaluationsResponse\x12\x34\n\x0b\x65valuations\x18\x01 \x03(\x0b\x32\x1f.livehost.harness.v1.Evaluation\"\xb9\x01\n\nActivation\x12\n\n\x02id\x18\x01 \x01(\x03\x12\x0e\n\x06target\x18\x02 \x01(\t\x12\x0f\n\x07version\x18\x03 \x01(\t\x12\x0e\n\x06\x61\x63tion\x18\x04 \x01(\t\x12\x18\n\x10previous_version\x18\x05 \x01(\t\x12\r\n\x05\x61\x63tor\x18\x06 \x01(\t\x12\x0e\n\x06\x66orced\x18\x07 \x01(\x08\x12\x0e\n\x06reason\x18\x08 \x01(\t\x12\x12\n\ncreated_at\x18\t \x01(\t\x12\x11\n\tannounced\x18\n \x01(\x08\"9\n\x16ListActivationsRequest\x12\x0e\n\x06target\x18\x01 \x01(\t\x12\x0f\n\x07history\x18\x02 \x01(\x08\"O\n\x17ListActivationsResponse\x12\x34\n\x0b\x61\x63tivations\x18\x01 \x03(\x0b\x32\x1f.livehost.harness.v1.Activation\"M\n\x0c\x41uditRequest\x12\r\n\x05limit\x18\x01 \x01(\x05\x12\x0f\n\x07version\x18\x02 \x01(\t\x12\x0e\n\x06target\x18\x03 \x01(\t\x12\r\n\x05\x61\x63tor\x18\x04 \x01(\t\"\x8f\x01\n\nAuditEntry\x12\n\n\x02id\x18\x01 \x01(\x03\x12\n\n\x02\x61t\x18\x02 \x01(\t\x12\r\n\x05\x61\x63tor\x18\x03 \x01(\t\x12\x0e\n\x06\x61\x63tion\x18\x04 \x01(\t\x12\x0f\n\x07version\x18\x05 \x01(\t\x12\x0e\n\x06target\x18\x06 \x01(\t\x12\x13\n\x0bproposal_id\x18\x07 \x01(\x03\x12\x14\n\x0c\x64\x65tails_json\x18\x08 \x01(\t\"A\n\rAuditResponse\x12\x30\n\x07\x65ntries\x18\x01 \x03(\x0b\x32\x1f.livehost.harness.v1.AuditEntry\"$\n\x11LoadStatusRequest\x12\x0f\n\x07version\x18\x01 \x01(\t\"s\n\x0fLoadStatusEntry\x12\x0f\n\x07service\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\t\x12\n\n\x02ok\x18\x03 \x01(\x08\x12\r\n\x05\x65rror\x18\x04 \x01(\t\x12\x0f\n\x07replica\x18\x05 \x01(\t\x12\x12\n\nupdated_at\x18\x06 \x01(\t\"K\n\x12LoadStatusResponse\x12\x35\n\x07\x65ntries\x18\x01 \x03(\x0b\x32$.livehost.harness.v1.LoadStatusEntry*\x8f\x01\n\x0eReviewDecision\x12\x1f\n\x1bREVIEW_DECISION_UNSPECIFIED\x10\x00\x12\x1b\n\x17REVIEW_DECISION_APPROVE\x10\x01\x12\x1a\n\x16REVIEW_DECISION_REJECT\x10\x02\x12#\n\x1fREVIEW_DECISION_REQUEST_CHANGES\x10\x03\x32\xa7\x0b\n\x0eHarnessService\x12W\n\x08Validate\x12$.livehost.harness.v1.ValidateRequest\x1a%.livehost.harness.v1.ValidateResponse\x12K\n\x04Push\x12 .livehost.harness.v1.PushRequest\x1a!.livehost.harness.v1.PushResponse\x12K\n\x04Show\x12 .livehost.harness.v1.ShowRequest\x1a!.livehost.harness.v1.ShowResponse\x12H\n\x03Log\x12\x1f.livehost.harness.v1.LogRequest\x1a .livehost.harness.v1.LogResponse\x12K\n\x04\x44iff\x12 .livehost.harness.v1.DiffRequest\x1a!.livehost.harness.v1.DiffResponse\x12T\n\x07Propose\x12#.livehost.harness.v1.ProposeRequest\x1a$.livehost.harness.v1.ProposeResponse\x12Q\n\x06Review\x12\".livehost.harness.v1.ReviewRequest\x1a#.livehost.harness.v1.ReviewResponse\x12W\n\x08\x41\x63tivate\x12$.livehost.harness.v1.ActivateRequest\x1a%.livehost.harness.v1.ActivateResponse\x12W\n\x08Rollback\x12$.livehost.harness.v1.RollbackRequest\x1a%.livehost.harness.v1.RollbackResponse\x12Z\n\tGetActive\x12%.livehost.harness.v1.GetActiveRequest\x1a&.livehost.harness.v1.GetActiveResponse\x12\x61\n\x10\x41ttachEvaluation\x12,.livehost.harness.v1.AttachEvaluationRequest\x1a\x1f.livehost.harness.v1.Evaluation\x12\x66\n\rListProposals\x12).livehost.harness.v1.ListProposalsRequest\x1a*.livehost.harness.v1.ListProposalsResponse\x12l\n\x0fListEvaluations\x12+.livehost.harness.v1.ListEvaluationsRequest\x1a,.livehost.harness.v1.ListEvaluationsResponse\x12l\n\x0fListActivations\x12+.livehost.harness.v1.ListActivationsRequest\x1a,.livehost.harness.v1.ListActivationsResponse\x12N\n\x05\x41udit\x12!.livehost.harness.v1.AuditRequest\x1a\".livehost.harness.v1.AuditResponse\x12]\n\nLoadStatus\x12&.livehost.harness.v1.LoadStatusRequest\x1a\'.livehost.harness.v1.LoadStatusResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'livehost.harness.v1.harness_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_REVIEWDECISION']._serialized_start=1523
-  _globals['_REVIEWDECISION']._serialized_end=1666
+  _globals['_REVIEWDECISION']._serialized_start=3060
+  _globals['_REVIEWDECISION']._serialized_end=3203
   _globals['_PROBLEM']._serialized_start=58
   _globals['_PROBLEM']._serialized_end=116
   _globals['_VALIDATEREQUEST']._serialized_start=118
@@ -67,16 +67,48 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_REVIEWRESPONSE']._serialized_end=1025
   _globals['_ACTIVATEREQUEST']._serialized_start=1027
   _globals['_ACTIVATEREQUEST']._serialized_end=1123
-  _globals['_ACTIVATERESPONSE']._serialized_start=1125
-  _globals['_ACTIVATERESPONSE']._serialized_end=1213
-  _globals['_ROLLBACKREQUEST']._serialized_start=1215
-  _globals['_ROLLBACKREQUEST']._serialized_end=1334
-  _globals['_ROLLBACKRESPONSE']._serialized_start=1336
-  _globals['_ROLLBACKRESPONSE']._serialized_end=1424
-  _globals['_GETACTIVEREQUEST']._serialized_start=1426
-  _globals['_GETACTIVEREQUEST']._serialized_end=1460
-  _globals['_GETACTIVERESPONSE']._serialized_start=1462
-  _globals['_GETACTIVERESPONSE']._serialized_end=1520
-  _globals['_HARNESSSERVICE']._serialized_start=1669
-  _globals['_HARNESSSERVICE']._serialized_end=2518
+  _globals['_ACTIVATERESPONSE']._serialized_start=1126
+  _globals['_ACTIVATERESPONSE']._serialized_end=1267
+  _globals['_ROLLBACKREQUEST']._serialized_start=1269
+  _globals['_ROLLBACKREQUEST']._serialized_end=1388
+  _globals['_ROLLBACKRESPONSE']._serialized_start=1391
+  _globals['_ROLLBACKRESPONSE']._serialized_end=1532
+  _globals['_GETACTIVEREQUEST']._serialized_start=1534
+  _globals['_GETACTIVEREQUEST']._serialized_end=1568
+  _globals['_GETACTIVERESPONSE']._serialized_start=1570
+  _globals['_GETACTIVERESPONSE']._serialized_end=1628
+  _globals['_ATTACHEVALUATIONREQUEST']._serialized_start=1630
+  _globals['_ATTACHEVALUATIONREQUEST']._serialized_end=1709
+  _globals['_EVALUATION']._serialized_start=1711
+  _globals['_EVALUATION']._serialized_end=1824
+  _globals['_LISTPROPOSALSREQUEST']._serialized_start=1826
+  _globals['_LISTPROPOSALSREQUEST']._serialized_end=1896
+  _globals['_PROPOSAL']._serialized_start=1898
+  _globals['_PROPOSAL']._serialized_end=2006
+  _globals['_LISTPROPOSALSRESPONSE']._serialized_start=2008
+  _globals['_LISTPROPOSALSRESPONSE']._serialized_end=2081
+  _globals['_LISTEVALUATIONSREQUEST']._serialized_start=2083
+  _globals['_LISTEVALUATIONSREQUEST']._serialized_end=2124
+  _globals['_LISTEVALUATIONSRESPONSE']._serialized_start=2126
+  _globals['_LISTEVALUATIONSRESPONSE']._serialized_end=2205
+  _globals['_ACTIVATION']._serialized_start=2208
+  _globals['_ACTIVATION']._serialized_end=2393
+  _globals['_LISTACTIVATIONSREQUEST']._serialized_start=2395
+  _globals['_LISTACTIVATIONSREQUEST']._serialized_end=2452
+  _globals['_LISTACTIVATIONSRESPONSE']._serialized_start=2454
+  _globals['_LISTACTIVATIONSRESPONSE']._serialized_end=2533
+  _globals['_AUDITREQUEST']._serialized_start=2535
+  _globals['_AUDITREQUEST']._serialized_end=2612
+  _globals['_AUDITENTRY']._serialized_start=2615
+  _globals['_AUDITENTRY']._serialized_end=2758
+  _globals['_AUDITRESPONSE']._serialized_start=2760
+  _globals['_AUDITRESPONSE']._serialized_end=2825
+  _globals['_LOADSTATUSREQUEST']._serialized_start=2827
+  _globals['_LOADSTATUSREQUEST']._serialized_end=2863
+  _globals['_LOADSTATUSENTRY']._serialized_start=2865
+  _globals['_LOADSTATUSENTRY']._serialized_end=2980
+  _globals['_LOADSTATUSRESPONSE']._serialized_start=2982
+  _globals['_LOADSTATUSRESPONSE']._serialized_end=3057
+  _globals['_HARNESSSERVICE']._serialized_start=3206
+  _globals['_HARNESSSERVICE']._serialized_end=4653
 # @@protoc_insertion_point(module_scope)

@@ -27,6 +27,12 @@ if _version_not_supported:
 
 class HarnessServiceStub:
     """Manages harness versions, proposals, reviews and rollouts.
+
+    Every call is authenticated by mutual TLS: the caller's identity is its client certificate's
+    subject CN and is what the audit log records (the author / reviewer / actor request fields are
+    ignored). Roles (livehost/security/authz.py): authors push and propose, reviewers review (never
+    a version with a change of their own), releasers activate and roll back, forcing needs the
+    break-glass role and a reason, only the evaluator attaches evaluation results.
     """
 
     def __init__(self, channel):
@@ -85,10 +91,46 @@ class HarnessServiceStub:
                 request_serializer=livehost_dot_harness_dot_v1_dot_harness__pb2.GetActiveRequest.SerializeToString,
                 response_deserializer=livehost_dot_harness_dot_v1_dot_harness__pb2.GetActiveResponse.FromString,
                 _registered_method=True)
+        self.AttachEvaluation = channel.unary_unary(
+                '/livehost.harness.v1.HarnessService/AttachEvaluation',
+                request_serializer=livehost_dot_harness_dot_v1_dot_harness__pb2.AttachEvaluationRequest.SerializeToString,
+                response_deserializer=livehost_dot_harness_dot_v1_dot_harness__pb2.Evaluation.FromString,
+                _registered_method=True)
+        self.ListProposals = channel.unary_unary(
+                '/livehost.harness.v1.HarnessService/ListProposals',
+                request_serializer=livehost_dot_harness_dot_v1_dot_harness__pb2.ListProposalsRequest.SerializeToString,
+                response_deserializer=livehost_dot_harness_dot_v1_dot_harness__pb2.ListProposalsResponse.FromString,
+                _registered_method=True)
+        self.ListEvaluations = channel.unary_unary(
+                '/livehost.harness.v1.HarnessService/ListEvaluations',
+                request_serializer=livehost_dot_harness_dot_v1_dot_harness__pb2.ListEvaluationsRequest.SerializeToString,
+                response_deserializer=livehost_dot_harness_dot_v1_dot_harness__pb2.ListEvaluationsResponse.FromString,
+                _registered_method=True)
+        self.ListActivations = channel.unary_unary(
+                '/livehost.harness.v1.HarnessService/ListActivations',
+                request_serializer=livehost_dot_harness_dot_v1_dot_harness__pb2.ListActivationsRequest.SerializeToString,
+                response_deserializer=livehost_dot_harness_dot_v1_dot_harness__pb2.ListActivationsResponse.FromString,
+                _registered_method=True)
+        self.Audit = channel.unary_unary(
+                '/livehost.harness.v1.HarnessService/Audit',
+                request_serializer=livehost_dot_harness_dot_v1_dot_harness__pb2.AuditRequest.SerializeToString,
+                response_deserializer=livehost_dot_harness_dot_v1_dot_harness__pb2.AuditResponse.FromString,
+                _registered_method=True)
+        self.LoadStatus = channel.unary_unary(
+                '/livehost.harness.v1.HarnessService/LoadStatus',
+                request_serializer=livehost_dot_harness_dot_v1_dot_harness__pb2.LoadStatusRequest.SerializeToString,
+                response_deserializer=livehost_dot_harness_dot_v1_dot_harness__pb2.LoadStatusResponse.FromString,
+                _registered_method=True)
 
 
 class HarnessServiceServicer:
     """Manages harness versions, proposals, reviews and rollouts.
+
+    Every call is authenticated by mutual TLS: the caller's identity is its client certificate's
+    subject CN and is what the audit log records (the author / reviewer / actor request fields are
+    ignored). Roles (livehost/security/authz.py): authors push and propose, reviewers review (never
+    a version with a change of their own), releasers activate and roll back, forcing needs the
+    break-glass role and a reason, only the evaluator attaches evaluation results.
     """
 
     def Validate(self, request, context):
@@ -163,6 +205,48 @@ class HarnessServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def AttachEvaluation(self, request, context):
+        """Attach an evaluation result to a version (the evaluator identity only).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListProposals(self, request, context):
+        """Proposals, newest first.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListEvaluations(self, request, context):
+        """Evaluations attached to a version, newest first.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListActivations(self, request, context):
+        """Active version per target (one target, its history, or every target).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Audit(self, request, context):
+        """The audit log, newest first.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def LoadStatus(self, request, context):
+        """What each service reported loading harness versions.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_HarnessServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -216,6 +300,36 @@ def add_HarnessServiceServicer_to_server(servicer, server):
                     request_deserializer=livehost_dot_harness_dot_v1_dot_harness__pb2.GetActiveRequest.FromString,
                     response_serializer=livehost_dot_harness_dot_v1_dot_harness__pb2.GetActiveResponse.SerializeToString,
             ),
+            'AttachEvaluation': grpc.unary_unary_rpc_method_handler(
+                    servicer.AttachEvaluation,
+                    request_deserializer=livehost_dot_harness_dot_v1_dot_harness__pb2.AttachEvaluationRequest.FromString,
+                    response_serializer=livehost_dot_harness_dot_v1_dot_harness__pb2.Evaluation.SerializeToString,
+            ),
+            'ListProposals': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListProposals,
+                    request_deserializer=livehost_dot_harness_dot_v1_dot_harness__pb2.ListProposalsRequest.FromString,
+                    response_serializer=livehost_dot_harness_dot_v1_dot_harness__pb2.ListProposalsResponse.SerializeToString,
+            ),
+            'ListEvaluations': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListEvaluations,
+                    request_deserializer=livehost_dot_harness_dot_v1_dot_harness__pb2.ListEvaluationsRequest.FromString,
+                    response_serializer=livehost_dot_harness_dot_v1_dot_harness__pb2.ListEvaluationsResponse.SerializeToString,
+            ),
+            'ListActivations': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListActivations,
+                    request_deserializer=livehost_dot_harness_dot_v1_dot_harness__pb2.ListActivationsRequest.FromString,
+                    response_serializer=livehost_dot_harness_dot_v1_dot_harness__pb2.ListActivationsResponse.SerializeToString,
+            ),
+            'Audit': grpc.unary_unary_rpc_method_handler(
+                    servicer.Audit,
+                    request_deserializer=livehost_dot_harness_dot_v1_dot_harness__pb2.AuditRequest.FromString,
+                    response_serializer=livehost_dot_harness_dot_v1_dot_harness__pb2.AuditResponse.SerializeToString,
+            ),
+            'LoadStatus': grpc.unary_unary_rpc_method_handler(
+                    servicer.LoadStatus,
+                    request_deserializer=livehost_dot_harness_dot_v1_dot_harness__pb2.LoadStatusRequest.FromString,
+                    response_serializer=livehost_dot_harness_dot_v1_dot_harness__pb2.LoadStatusResponse.SerializeToString,
+            ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
             'livehost.harness.v1.HarnessService', rpc_method_handlers)
@@ -226,6 +340,12 @@ def add_HarnessServiceServicer_to_server(servicer, server):
  # This class is part of an EXPERIMENTAL API.
 class HarnessService:
     """Manages harness versions, proposals, reviews and rollouts.
+
+    Every call is authenticated by mutual TLS: the caller's identity is its client certificate's
+    subject CN and is what the audit log records (the author / reviewer / actor request fields are
+    ignored). Roles (livehost/security/authz.py): authors push and propose, reviewers review (never
+    a version with a change of their own), releasers activate and roll back, forcing needs the
+    break-glass role and a reason, only the evaluator attaches evaluation results.
     """
 
     @staticmethod
@@ -488,6 +608,168 @@ class HarnessService:
             '/livehost.harness.v1.HarnessService/GetActive',
             livehost_dot_harness_dot_v1_dot_harness__pb2.GetActiveRequest.SerializeToString,
             livehost_dot_harness_dot_v1_dot_harness__pb2.GetActiveResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AttachEvaluation(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/livehost.harness.v1.HarnessService/AttachEvaluation',
+            livehost_dot_harness_dot_v1_dot_harness__pb2.AttachEvaluationRequest.SerializeToString,
+            livehost_dot_harness_dot_v1_dot_harness__pb2.Evaluation.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListProposals(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/livehost.harness.v1.HarnessService/ListProposals',
+            livehost_dot_harness_dot_v1_dot_harness__pb2.ListProposalsRequest.SerializeToString,
+            livehost_dot_harness_dot_v1_dot_harness__pb2.ListProposalsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListEvaluations(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/livehost.harness.v1.HarnessService/ListEvaluations',
+            livehost_dot_harness_dot_v1_dot_harness__pb2.ListEvaluationsRequest.SerializeToString,
+            livehost_dot_harness_dot_v1_dot_harness__pb2.ListEvaluationsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListActivations(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/livehost.harness.v1.HarnessService/ListActivations',
+            livehost_dot_harness_dot_v1_dot_harness__pb2.ListActivationsRequest.SerializeToString,
+            livehost_dot_harness_dot_v1_dot_harness__pb2.ListActivationsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Audit(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/livehost.harness.v1.HarnessService/Audit',
+            livehost_dot_harness_dot_v1_dot_harness__pb2.AuditRequest.SerializeToString,
+            livehost_dot_harness_dot_v1_dot_harness__pb2.AuditResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def LoadStatus(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/livehost.harness.v1.HarnessService/LoadStatus',
+            livehost_dot_harness_dot_v1_dot_harness__pb2.LoadStatusRequest.SerializeToString,
+            livehost_dot_harness_dot_v1_dot_harness__pb2.LoadStatusResponse.FromString,
             options,
             channel_credentials,
             insecure,
