@@ -9,18 +9,21 @@ from rich.console import Console
 from rich.table import Table
 
 app = typer.Typer(help="LiveHost: an open runtime for AI livestream-shopping hosts.", no_args_is_help=True)
-stack_app = typer.Typer(help="The embedded stack: Tansu (Kafka API), PostgreSQL and Triton.", no_args_is_help=True)
+stack_app = typer.Typer(help="The embedded stack: Apache Kafka (or Tansu), PostgreSQL and Triton.", no_args_is_help=True)
 app.add_typer(stack_app, name="stack")
 console = Console()
 
 
 @stack_app.command("up")
-def stack_up() -> None:
+def stack_up(broker: str = typer.Option("", help="kafka (Apache Kafka, durable; the default) or tansu "
+                                                "(memory-only, for machines without Java).")) -> None:
     """Start (or reuse) the broker, PostgreSQL and Triton; write the env file."""
+    from livehost.config import load_settings
     from livehost.stack import StackError, up
 
+    settings = load_settings(**({"stack_broker": broker} if broker else {}))
     try:
-        info = up(echo=console.print)
+        info = up(settings, echo=console.print)
     except StackError as exc:
         console.print(f"[red]stack up failed[/]\n{exc}")
         raise typer.Exit(1) from None

@@ -34,8 +34,15 @@ class Settings(BaseSettings):
     postgres_dsn: str = "postgresql://livehost@127.0.0.1:5432/livehost"
     triton_url: str = "127.0.0.1:8001"
 
-    # Embedded stack ports (0 = pick a free port).
+    # Embedded stack: which broker `livehost stack up` starts — "kafka" (Apache Kafka, KRaft, durable;
+    # needs Java) or "tansu" (memory-only, for machines without Java) — and its ports (0 = free port).
+    stack_broker: str = "kafka"
     stack_kafka_port: int = 0
+    stack_kafka_controller_port: int = 0
+    # Heap of the embedded Apache Kafka broker, and where its jars are fetched to once (shared by every
+    # stack and test session; infra/kafka/pom.xml pins them).
+    stack_kafka_heap_mb: int = 512
+    stack_kafka_dist_dir: Path = REPO_ROOT / ".livehost" / "kafka-dist"
     stack_postgres_port: int = 0
     stack_triton_grpc_port: int = 0
     stack_triton_http_port: int = 0
@@ -79,14 +86,18 @@ class Settings(BaseSettings):
         "/livehost.policy.v1.PolicyService/Decide": 4 * 1024 * 1024,
     }
 
-    # Kafka client tuning. Tansu does not answer a waiting fetch when data arrives, so a short
-    # fetch wait is what keeps per-hop latency in milliseconds (DESIGN.md part 2).
-    kafka_fetch_max_wait_ms: int = 10
+    # What the broker is: "apache" (Apache Kafka, also in compose and Helm) or "tansu". The stack's env
+    # file sets it; the Tansu-only client workarounds (short fetch wait, no idempotence, one-record
+    # changelog batches, no transactions) follow from "tansu" and from nothing else.
+    kafka_flavour: str = "apache"
+    # Kafka client tuning. Apache Kafka answers a waiting fetch as soon as data arrives, so the wait
+    # only bounds idle polling; Tansu needs 10 ms (its env file says so).
+    kafka_fetch_max_wait_ms: int = 100
     kafka_session_timeout_ms: int = 6000
     kafka_heartbeat_interval_ms: int = 1000
     kafka_client_id: str = "livehost"
-    # Idempotent producers: on for real Apache Kafka (compose, Helm); Tansu does not support them.
-    kafka_enable_idempotence: bool = False
+    # Idempotent producers (no duplicates from producer retries); Tansu's env file turns them off.
+    kafka_enable_idempotence: bool = True
     kafka_replication_factor: int = 1
 
     # Ingest limits.

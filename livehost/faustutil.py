@@ -1,9 +1,12 @@
-"""Faust apps configured for LiveHost (and for what the local Tansu broker needs).
+"""Faust apps configured for LiveHost.
 
-Faust hard-codes ``fetch_max_wait_ms=1500`` for its worker consumer; on a broker that does not
-answer a waiting fetch when data arrives (Tansu) that costs ~380 ms per hop, so the worker consumer
-is given the configured fetch wait instead. A short session timeout makes the first group join take
-seconds rather than half a minute.
+A short session timeout makes the first group join take seconds rather than half a minute.
+
+Only on the optional Tansu broker (``kafka_flavour == "tansu"``) two workarounds apply: Faust
+hard-codes ``fetch_max_wait_ms=1500`` for its worker consumer, and Tansu does not answer a waiting
+fetch when data arrives (~380 ms per hop), so the worker consumer gets the configured short wait; and
+a changelog table recovered one record short on Tansu unless producer batches hold one record.
+Apache Kafka needs neither.
 """
 
 from __future__ import annotations
@@ -40,7 +43,9 @@ def _patch_fetch_wait(fetch_max_wait_ms: int) -> None:
 
 
 def make_app(app_id: str, settings: Settings, **overrides: Any) -> faust.App:
-    _patch_fetch_wait(max(settings.kafka_fetch_max_wait_ms, 10))
+    tansu = settings.kafka_flavour == "tansu"
+    if tansu:
+        _patch_fetch_wait(max(settings.kafka_fetch_max_wait_ms, 10))
     datadir = state_dir() / "faust"
     datadir.mkdir(parents=True, exist_ok=True)
     conf: dict[str, Any] = dict(
@@ -50,14 +55,14 @@ def make_app(app_id: str, settings: Settings, **overrides: Any) -> faust.App:
         broker_heartbeat_interval=settings.kafka_heartbeat_interval_ms / 1000,
         consumer_auto_offset_reset="earliest",
         producer_linger_ms=0,
-        # A changelog table recovered one record short on Tansu unless batches hold one record.
-        producer_max_batch_size=1,
         web_enabled=False,
         datadir=str(datadir),  # not the current directory
         topic_allow_declare=False,  # topics are declared once (livehost.topics) and created at start-up
         topic_disable_leader=True,
         table_cleanup_interval=30.0,
     )
+    if tansu:
+        conf["producer_max_batch_size"] = 1
     conf.update(overrides)
     return faust.App(app_id, **conf)
 

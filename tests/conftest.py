@@ -10,6 +10,9 @@ import pytest
 
 from livehost.config import Settings
 from livehost.security.pki import ensure_pki
+from livehost.stack import kafka
+from livehost.stack.process import Running
+from livehost.stack.testing import reset_topics, running_broker
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -23,3 +26,35 @@ def test_pki(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         os.environ.pop("LIVEHOST_GRPC_PKI_DIR", None)
     else:
         os.environ["LIVEHOST_GRPC_PKI_DIR"] = old
+
+
+# --- The broker: one Apache Kafka per test session, shared like PostgreSQL, fresh topics per test ---
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """End-to-end tests run last: their system (every service, consuming the shared broker's topics in
+    the services' own consumer groups) lives until the session ends and must not see other tests'
+    records, nor have its topics reset under it."""
+    items.sort(key=lambda item: "/e2e/" in str(item.path).replace(os.sep, "/"))
+
+
+@pytest.fixture(scope="session")
+def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
+    with running_broker(tmp_path_factory.mktemp("kafka")) as rec:
+        yield rec
+
+
+@pytest.fixture
+def kafka_bootstrap(kafka_broker: Running) -> str:
+    """The session's broker with no topics left by earlier tests."""
+    bootstrap = kafka.bootstrap(kafka_broker)
+    reset_topics(bootstrap)
+    return bootstrap
+
+
+@pytest.fixture(scope="module")
+def module_kafka_bootstrap(kafka_broker: Running) -> str:
+    """The session's broker with fresh topics for a module whose fixtures are module-scoped."""
+    bootstrap = kafka.bootstrap(kafka_broker)
+    reset_topics(bootstrap)
+    return bootstrap

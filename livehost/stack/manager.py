@@ -1,4 +1,4 @@
-"""``up`` / ``down`` / ``status`` of the embedded stack (Tansu, PostgreSQL, Triton) in the state dir.
+"""``up`` / ``down`` / ``status`` of the embedded stack (Apache Kafka or Tansu, PostgreSQL, Triton) in the state dir.
 
 Each component lives in ``<state_dir>/<name>/`` with its log, pid file and a JSON record; ``up`` writes
 the connection settings to ``<state_dir>/stack.env``, which :func:`livehost.config.load_settings` reads.
@@ -48,7 +48,9 @@ def _select(components: Iterable[str] | None) -> list[str]:
 
 def _configured_ports(name: str, settings: Settings) -> dict[str, int]:
     if name == "kafka":
-        return {"kafka": settings.stack_kafka_port}
+        if settings.stack_broker == "tansu":
+            return {"kafka": settings.stack_kafka_port}
+        return {"kafka": settings.stack_kafka_port, "controller": settings.stack_kafka_controller_port}
     if name == "postgres":
         return {"postgres": settings.stack_postgres_port}
     return {
@@ -62,6 +64,8 @@ def _reusable(name: str, rec: Running, settings: Settings) -> bool:
     for port_name, port in _configured_ports(name, settings).items():
         if port and rec.ports.get(port_name) != port:
             return False
+    if name == "kafka" and kafka.flavour_of(rec) != ("tansu" if settings.stack_broker == "tansu" else kafka.FLAVOUR):
+        return False
     if name == "triton":
         repo = str(Path(settings.triton_model_repository).resolve())
         if rec.extra.get("model_repository") != repo:
@@ -73,7 +77,9 @@ def _start(name: str, workdir: Path, settings: Settings) -> Running:
     ports = _configured_ports(name, settings)
     timeout = settings.component_start_timeout_s
     if name == "kafka":
-        return kafka.start(workdir, ports["kafka"], timeout=timeout)
+        return kafka.start(workdir, ports["kafka"], timeout=timeout, broker=settings.stack_broker,
+                           controller_port=ports.get("controller", 0), heap_mb=settings.stack_kafka_heap_mb,
+                           dist_dir=Path(settings.stack_kafka_dist_dir))
     if name == "postgres":
         return postgres.start(workdir, ports["postgres"], timeout=timeout)
     return triton.start(

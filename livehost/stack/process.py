@@ -58,7 +58,8 @@ class Running:
 
     @property
     def port(self) -> int:
-        return next(iter(self.ports.values()))
+        """The component's main port: the one named after it, else the first recorded."""
+        return self.ports.get(self.name) or next(iter(self.ports.values()))
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2, sort_keys=True)

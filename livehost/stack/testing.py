@@ -11,16 +11,54 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from livehost.stack import kafka, postgres, triton
+from livehost.stack.process import Running, read_record, run_async
 
 
 @contextmanager
-def running_kafka(tmpdir: Path | str, timeout: float = 30.0) -> Iterator[str]:
-    """Tansu on a free port; yields the bootstrap address ``127.0.0.1:PORT``."""
-    rec = kafka.start(Path(tmpdir) / "kafka", timeout=timeout)
+def running_broker(tmpdir: Path | str, timeout: float = 60.0, broker: str = "kafka") -> Iterator[Running]:
+    """The embedded broker (Apache Kafka unless ``broker="tansu"``) on free ports; yields its record.
+
+    A test may kill and :func:`~livehost.stack.kafka.restart` it; what is stopped at the end is the
+    process recorded last in its work dir."""
+    rec = kafka.start(Path(tmpdir) / "kafka", timeout=timeout, broker=broker)
     try:
-        yield kafka.bootstrap(rec)
+        yield rec
     finally:
-        kafka.stop(rec)
+        kafka.stop(read_record(Path(rec.workdir), kafka.NAME) or rec)
+
+
+@contextmanager
+def running_kafka(tmpdir: Path | str, timeout: float = 60.0, broker: str = "kafka") -> Iterator[str]:
+    """The embedded broker on free ports; yields the bootstrap address ``127.0.0.1:PORT``."""
+    with running_broker(tmpdir, timeout, broker) as rec:
+        yield kafka.bootstrap(rec)
+
+
+async def _reset_topics(bootstrap: str, timeout_s: float) -> None:
+    import asyncio
+    import time
+
+    from aiokafka.admin import AIOKafkaAdminClient  # type: ignore[import-untyped]
+
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=10000)
+    await admin.start()
+    try:
+        names = [t for t in await admin.list_topics() if not t.startswith("__")]
+        if names:
+            await admin.delete_topics(names)
+        deadline = time.monotonic() + timeout_s
+        while set(names) & set(await admin.list_topics()):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"topics still listed {timeout_s} s after deletion")
+            await asyncio.sleep(0.05)
+    finally:
+        await admin.close()
+
+
+def reset_topics(bootstrap: str, timeout_s: float = 30.0) -> None:
+    """Delete every non-internal topic (with it, the offsets groups committed on it): a test that
+    shares the session's broker starts from no topics and creates the ones it declares."""
+    run_async(lambda: _reset_topics(bootstrap, timeout_s))
 
 
 @contextmanager

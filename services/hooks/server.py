@@ -23,7 +23,16 @@ from livehost.faustutil import dead_letter, faust_topic, make_app, run_worker, s
 from livehost.harness.provider import HarnessProvider
 from livehost.harness.runtime import provider_for
 from livehost.kafka import now_ms
-from livehost.topics import ACTIONS, DEAD_LETTER, REPLIES, REQUESTS, ROOM_EVENTS, TOOL_CALLS, Topic
+from livehost.topics import (
+    ACTIONS,
+    DEAD_LETTER,
+    HOOKS_ROOMS_CHANGELOG,
+    REPLIES,
+    REQUESTS,
+    ROOM_EVENTS,
+    TOOL_CALLS,
+    Topic,
+)
 from services.hooks import settings as hooks_settings
 from services.hooks.handlers import Assigner, Handled, HooksHandler
 
@@ -81,8 +90,9 @@ def build(settings: Settings | None = None, *, sender: Sender | None = None,
     settings = settings or load_settings()
     app = make_app(hooks_settings.APP_ID, settings)
     topics = {t.name: faust_topic(app, t) for t in (ROOM_EVENTS, ACTIONS, REQUESTS, TOOL_CALLS, REPLIES, DEAD_LETTER)}
-    rooms = app.Table("rooms", default=None, partitions=ROOM_EVENTS.partitions,
-                      key_type=str, value_type=str)
+    rooms = app.Table("rooms", default=None, partitions=ROOM_EVENTS.partitions, key_type=str, value_type=str)
+    if rooms.changelog_topic_name != HOOKS_ROOMS_CHANGELOG.name:  # declared (and created) in livehost.topics
+        raise RuntimeError(f"table changelog {rooms.changelog_topic_name} is not declared in livehost.topics")
     holder: dict[str, HooksHandler] = {}
     lock = asyncio.Lock()
     make_provider = provider_factory or _registry_provider

@@ -15,7 +15,6 @@ from aiokafka import AIOKafkaConsumer
 from livehost import codec
 from livehost.config import Settings
 from livehost.kafka import ConsumerLoop, Producer, ensure_topics, now_ms
-from livehost.stack.testing import running_kafka
 from livehost.topics import DEAD_LETTER, ROOM_EVENTS, Topic
 
 pytestmark = pytest.mark.integration
@@ -41,8 +40,9 @@ async def dead_letters(settings: Settings, seconds: float) -> list[dict[str, Any
     return out
 
 
-async def test_transient_failures_are_retried_and_poison_records_dead_lettered(tmp_path: Path) -> None:
-    with running_kafka(tmp_path) as bootstrap:
+async def test_transient_failures_are_retried_and_poison_records_dead_lettered(kafka_bootstrap: str) -> None:
+    bootstrap = kafka_bootstrap
+    if bootstrap:
         settings = Settings(kafka_bootstrap=bootstrap, connect_backoff_initial_s=0.05, connect_backoff_max_s=0.2)
         await ensure_topics(settings)
         producer = Producer(settings)

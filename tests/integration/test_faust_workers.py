@@ -29,7 +29,7 @@ from livehost.db import connect_pool, migrate
 from livehost.harness.loader import load
 from livehost.kafka import Producer, ensure_topics
 from livehost.stack.process import start_detached
-from livehost.stack.testing import running_kafka, running_postgres
+from livehost.stack.testing import running_postgres
 from livehost.topics import ACTIONS, REPLIES, REQUESTS, ROOM_EVENTS, TRAJECTORIES, Topic
 
 pytestmark = pytest.mark.integration
@@ -38,10 +38,11 @@ HARNESS = load(REPO_ROOT / "harness" / "default")
 
 
 @pytest.fixture(scope="module")
-def infra(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str, Path]]:
+def infra(tmp_path_factory: pytest.TempPathFactory,
+          module_kafka_bootstrap: str) -> Iterator[tuple[str, str, Path]]:
     root = tmp_path_factory.mktemp("faust")
-    with running_kafka(root) as bootstrap, running_postgres(root) as dsn:
-        yield bootstrap, dsn, root
+    with running_postgres(root) as dsn:
+        yield module_kafka_bootstrap, dsn, root
 
 
 def worker_env(bootstrap: str, dsn: str, root: Path) -> dict[str, str]:

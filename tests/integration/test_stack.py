@@ -137,6 +137,48 @@ async def test_up_status_reuse_down(state: Path) -> None:
     assert not any(v["healthy"] for v in status().values())
 
 
+async def test_apache_kafka_keeps_topics_and_offsets_across_down_and_up(state: Path) -> None:
+    """The default broker is durable: a topic, its records and a group's committed offset survive
+    `down` + `up` (Tansu, memory-only, loses all three)."""
+    info = up(_settings(), components=["kafka"], echo=lambda _m: None)
+    assert info.env["LIVEHOST_KAFKA_FLAVOUR"] == "apache"
+    bootstrap = info.env["LIVEHOST_KAFKA_BOOTSTRAP"]
+    assert await _kafka_roundtrip(bootstrap) == b"ping"
+    consumer = AIOKafkaConsumer("stack.smoke", bootstrap_servers=bootstrap, group_id="durable",
+                                auto_offset_reset="earliest", enable_auto_commit=False)
+    await consumer.start()
+    try:
+        await consumer.getone()
+        await consumer.commit()
+    finally:
+        await consumer.stop()
+    down(echo=lambda _m: None)
+
+    again = up(_settings(), components=["kafka"], echo=lambda _m: None)
+    assert again.started == ["kafka"]
+    bootstrap = again.env["LIVEHOST_KAFKA_BOOTSTRAP"]
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+    await admin.start()
+    try:
+        assert "stack.smoke" in await admin.list_topics()
+        offsets = await admin.list_consumer_group_offsets("durable")
+    finally:
+        await admin.close()
+    assert sum(meta.offset for meta in offsets.values()) == 1  # the one record, committed before `down`
+
+
+async def test_tansu_stays_available_behind_its_option(state: Path) -> None:
+    """`--broker tansu` (machines without Java): memory-only Tansu, with its client workarounds set."""
+    info = up(_settings(stack_broker="tansu"), components=["kafka"], echo=lambda _m: None)
+    assert info.env["LIVEHOST_KAFKA_FLAVOUR"] == "tansu"
+    assert info.env["LIVEHOST_KAFKA_ENABLE_IDEMPOTENCE"] == "false"
+    assert "tansu" in Path(f"/proc/{info.components['kafka'].pid}/cmdline").read_bytes().decode(errors="replace")
+    assert await _kafka_roundtrip(info.env["LIVEHOST_KAFKA_BOOTSTRAP"]) == b"ping"
+    # Asking for Apache Kafka next does not reuse the Tansu process.
+    again = up(_settings(), components=["kafka"], echo=lambda _m: None)
+    assert again.started == ["kafka"] and again.env["LIVEHOST_KAFKA_FLAVOUR"] == "apache"
+
+
 def _processes_under(root: Path) -> list[str]:
     """Live processes whose command line or working dir is under ``root`` (our components all are)."""
     found = []
@@ -161,7 +203,7 @@ def test_port_taken_names_component_and_log_tail(state: Path, listening_socket: 
     assert err.value.component == "kafka"
     assert text.startswith("kafka: ")
     assert f"kafka={listening_socket}" in text and "already in use" in text
-    assert "last 30 lines of" in text and "Address in use" in text  # Tansu's own log line
+    assert "last 30 lines of" in text and "Address already in use" in text  # the broker's own log line
     assert not stack_env_file().exists()
 
 

@@ -28,7 +28,6 @@ from livehost.harness.loader import load
 from livehost.kafka import Producer, ensure_topics
 from livehost.stack import postgres
 from livehost.stack.process import start_detached
-from livehost.stack.testing import running_kafka
 from livehost.topics import REPLIES
 from livehost.training.synthetic import good_script, retry_script, run_script
 
@@ -39,9 +38,8 @@ TOTAL = 200
 
 
 @pytest.fixture(scope="module")
-def kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    with running_kafka(tmp_path_factory.mktemp("kafka")) as bootstrap:
-        yield bootstrap
+def kafka(module_kafka_bootstrap: str) -> str:
+    return module_kafka_bootstrap
 
 
 @pytest.fixture

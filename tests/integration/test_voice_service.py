@@ -24,7 +24,6 @@ from livehost.gen.livehost.voice.v1 import voice_pb2, voice_pb2_grpc
 from livehost.grpcutil import make_channel, wait_healthy
 from livehost.kafka import Producer, now_ms
 from livehost.service import ServiceRuntime, run
-from livehost.stack.testing import running_kafka
 from livehost.topics import AVATAR_SEGMENTS, REPLIES, ROOM_EVENTS
 from livehost.voice import audio_ref_path, plan_chunks
 from services.voice.server import VoiceServicer, build
@@ -84,9 +83,10 @@ def product_switch(room: str, link_id: int) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-async def voice(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Voice]:
+async def voice(tmp_path_factory: pytest.TempPathFactory, module_kafka_bootstrap: str) -> AsyncIterator[Voice]:
     root = tmp_path_factory.mktemp("voice")
-    with running_kafka(root) as bootstrap:
+    bootstrap = module_kafka_bootstrap
+    if True:  # the block below ran inside the broker's context before the broker became session-wide
         settings = Settings(kafka_bootstrap=bootstrap, voice_engine="piper", voice_audio_dir=root / "audio",
                             voice_grpc_port=0, metrics_port=0)
         runtime = build(settings)
