@@ -66,6 +66,29 @@ integration: install
 e2e: install
 	$(VENV)/bin/pytest -q tests/e2e
 
+## The demo with the avatar preview open: the stack stays up (the preview reads its avatar.segments
+## topic), the page is at http://127.0.0.1:$(PREVIEW_PORT)/?room=$(ROOM)&replay=1 and keeps playing
+## after the demo; Ctrl-C stops the preview, `make down` the stack.
+ROOM         ?= room-a
+PREVIEW_PORT ?= 8765
+.PHONY: demo-preview screenshots docs-test
+demo-preview: install
+	$(LIVEHOST) stack up >/dev/null
+	@$(LIVEHOST) preview --room $(ROOM) --port $(PREVIEW_PORT) & pid=$$!; trap "kill $$pid 2>/dev/null" EXIT INT TERM; \
+	  sleep 3; kill -0 $$pid 2>/dev/null || exit 1; \
+	  echo "open http://127.0.0.1:$(PREVIEW_PORT)/?room=$(ROOM)&replay=1 — the demo starts now"; \
+	  $(LIVEHOST) demo --keep-stack; \
+	  echo "the preview keeps serving the session at http://127.0.0.1:$(PREVIEW_PORT)/?room=$(ROOM)&replay=1 (Ctrl-C to stop; make down stops the stack)"; \
+	  wait $$pid
+
+## Screenshots of an evaluation report and of the avatar preview (headless Chromium) into docs/img/.
+screenshots: install
+	LIVEHOST_SCREENSHOTS=docs/img $(VENV)/bin/pytest -q tests/integration/test_screenshots.py
+
+## The README's worked example and the command blocks of docs/*.md against a live system (also in `make test`).
+docs-test: install
+	$(VENV)/bin/pytest -q tests/e2e/test_docs.py
+
 ## Benchmarks print figures; they are not part of `make test`.
 bench: bench-voice bench-latency
 

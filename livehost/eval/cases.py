@@ -1,4 +1,4 @@
-"""Case and result files (JSON Lines, ``shared/eval/CASES.md``): reading, writing, JSON-Schema checks."""
+"""Case and result files (JSON Lines, ``eval/CASES.md``): reading, writing, JSON-Schema checks."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The evaluation runner: cases (shared/eval/CASES.md) through the real request path, in process."""
+"""The evaluation runner: cases (eval/CASES.md) through the real request path, in process."""
 
 from livehost.runner.api import run_cases, sample_case
 

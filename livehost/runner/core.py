@@ -1,6 +1,6 @@
 """Runs evaluation cases through the real request path, in process.
 
-For each case (shared/eval/CASES.md) the runner loads the case's catalog into a fresh sandbox scope
+For each case (eval/CASES.md) the runner loads the case's catalog into a fresh sandbox scope
 and its faults into ``sandbox_faults`` (livehost.agent.sandbox), puts the scope (and the policy)
 into the room state, and then drives exactly the handler classes the services run:
 
