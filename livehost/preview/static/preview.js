@@ -83,7 +83,7 @@ function logItem(seg) {
     const badge = document.createElement("span");
     badge.className = "badge";
     badge.textContent = "cancelled";
-    li.append(badge, ` ${seg.request_id}`);
+    li.append(badge, ` ${seg.request_id}` + (seg.reason ? ` (${seg.reason})` : ""));
     li.className = "cancel";
   } else {
     li.textContent = `${seg.request_id} #${seg.seq}: ${seg.text}`;
@@ -150,7 +150,10 @@ function playNext(keepStatus) {
   setStatus("playing", `playing ${current.request_id} #${current.seq}`);
   if (current.audio_url) {
     audio.src = current.audio_url;
+    const seg = current;
     audio.play().then(() => { state.blocked = false; $("unlock").hidden = true; }).catch((err) => {
+      // A play() interrupted by a cancel (pause) or by the next segment is not this segment's failure.
+      if (current !== seg || (err && err.name === "AbortError")) return;
       // Autoplay needs a user gesture in most browsers: ask for one click.
       if (err && err.name === "NotAllowedError") {
         state.blocked = true;
