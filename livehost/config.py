@@ -100,8 +100,10 @@ class Settings(BaseSettings):
     kafka_enable_idempotence: bool = True
     kafka_replication_factor: int = 1
 
-    # Ingest limits.
+    # Ingest limits (checked before any processing: the byte sizes first, then the characters).
     max_comment_chars: int = 500
+    max_comment_bytes: int = 2048
+    max_campaign_json_bytes: int = 4096
 
     # Merge window for comments of one room (milliseconds) and the bounded batch size.
     merge_window_ms: int = 800

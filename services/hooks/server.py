@@ -23,6 +23,7 @@ from livehost.faustutil import dead_letter, faust_topic, make_app, run_worker, s
 from livehost.harness.provider import HarnessProvider
 from livehost.harness.runtime import provider_for
 from livehost.kafka import now_ms
+from livehost.security.ids import InvalidId, check_room_event
 from livehost.topics import (
     ACTIONS,
     DEAD_LETTER,
@@ -139,7 +140,10 @@ def build(settings: Settings | None = None, *, sender: Sender | None = None,
         async for event in stream.noack().events():
             try:
                 record = codec.decode(ROOM_EVENTS.schema, event.value)
-            except codec.DecodeError as exc:
+                # the same id format and size limits as Ingest: a producer bypassing Ingest gets no further
+                check_room_event(record, max_text_bytes=settings.max_comment_bytes,
+                                 max_campaign_bytes=settings.max_campaign_json_bytes)
+            except (codec.DecodeError, InvalidId) as exc:
                 await to_dead_letter(ROOM_EVENTS, event, f"decode: {exc}")
                 event.ack()
                 yield [{"topic": DEAD_LETTER.name, "key": ROOM_EVENTS.name, "record": None}]

@@ -30,7 +30,8 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
         try:
             event = handlers.comment_event(request.room_id, request.user_id, request.text,
                                            self._settings.max_comment_chars,
-                                           request.client_event_id if request.HasField("client_event_id") else None)
+                                           request.client_event_id if request.HasField("client_event_id") else None,
+                                           max_bytes=self._settings.max_comment_bytes)
         except handlers.InvalidEvent as exc:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
         return await self._publish(event)
@@ -42,7 +43,8 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
             if which == "product_switch":
                 event = handlers.product_switch_event(request.room_id, request.product_switch.link_id, client_id)
             elif which == "campaign_change":
-                event = handlers.campaign_event(request.room_id, request.campaign_change.campaign_json, client_id)
+                event = handlers.campaign_event(request.room_id, request.campaign_change.campaign_json, client_id,
+                                                max_bytes=self._settings.max_campaign_json_bytes)
             elif which == "room_config":  # switching a room's agent is an operator's decision
                 await require_role(context, "operator", what="a room_config event")
                 event = handlers.room_config_event(request.room_id, request.room_config.policy, client_id)

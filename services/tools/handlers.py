@@ -16,6 +16,7 @@ from livehost.commerce.executor import ToolContext, ToolExecutor, ToolOutcome
 from livehost.commerce.faults import FaultInjector
 from livehost.commerce.store import LIVE_SCOPE
 from livehost.harness.provider import HarnessProvider
+from livehost.security.ids import check_id
 
 
 def viewer(state: dict[str, Any]) -> str:
@@ -50,6 +51,8 @@ class ToolsHandler:
     async def on_call(self, call: dict[str, Any]) -> dict[str, Any]:
         """The ToolResult record for one ToolCall; the result is recorded as a step and the turn advances."""
         state = st.clone(call["state"])
+        check_id("room_id", state["room_id"])  # ids from Kafka meet the format Ingest enforces
+        check_id("request_id", state["request_id"])
         outcome = await self.execute(state["harness_version"], call["tool"], json.loads(call["arguments_json"]),
                                      state["room_id"], viewer(state), state["request_id"], call["idempotency_key"],
                                      scope=st.scope(state))

@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from livehost.kafka import now_ms
+from livehost.security.ids import check_id, inside
 from livehost.voice.engines import TTSEngine
 from livehost.voice.synth import ReplyStream, cancel_segment, stream_reply
 from services.voice import metrics
@@ -174,7 +175,11 @@ class VoiceHandler:
 
     def segments_for(self, text: str, request_id: str, room_id: str, cancel: Any = None,
                      engine: str | TTSEngine | None = None) -> ReplyStream:
-        return stream_reply(text, out_dir=self._audio_dir / room_id, request_id=request_id, room_id=room_id,
+        # The room id names a folder: it must be a well-formed id and the folder must stay inside the
+        # audio folder (a room id like ``../../x`` is refused, nothing is written outside).
+        out_dir = inside(self._audio_dir, check_id("room_id", room_id))
+        check_id("request_id", request_id)
+        return stream_reply(text, out_dir=out_dir, request_id=request_id, room_id=room_id,
                             engine=engine or self._engine, cancel=cancel)
 
     # -- arrival -----------------------------------------------------------------------------------
@@ -182,7 +187,7 @@ class VoiceHandler:
     async def admit(self, reply: dict[str, Any]) -> bool:
         """Handle a reply record on arrival; True when it must be spoken (then call :meth:`speak`)."""
         state = reply["state"]
-        room_id, request_id = state["room_id"], state["request_id"]
+        room_id, request_id = check_id("room_id", state["room_id"]), check_id("request_id", state["request_id"])
         if reply["outcome"] == "cancelled":
             reason = f"cancelled: {reply.get('reason') or 'no reason given'}"
             self._cancelled.add(request_id, reason)

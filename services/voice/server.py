@@ -28,6 +28,7 @@ from aiokafka import ConsumerRecord
 from livehost.config import Settings, load_settings, state_dir
 from livehost.gen.livehost.voice.v1 import voice_pb2, voice_pb2_grpc
 from livehost.kafka import ConsumerLoop, Producer
+from livehost.security.ids import InvalidId, check_id
 from livehost.service import ServiceRuntime
 from livehost.topics import AVATAR_SEGMENTS, REPLIES, ROOM_EVENTS, Topic
 from livehost.voice.engines import ENGINE_NAMES, default_fallback, warm_up
@@ -98,8 +99,10 @@ class VoiceServicer(voice_pb2_grpc.VoiceServiceServicer):
         return voice_pb2.SynthesizeResponse(segments=[to_proto(s) for s in segments])
 
     async def StreamSegments(self, request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
-        if not request.room_id:
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "room_id is required")
+        try:
+            check_id("room_id", request.room_id)
+        except InvalidId as exc:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
         async for seg in self._fanout.subscribe(request.room_id):
             yield to_proto(seg)
 

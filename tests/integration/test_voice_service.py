@@ -254,3 +254,29 @@ def test_audio_stays_under_the_audio_dir(voice: Voice) -> None:
     for seg in voice.segments:
         if seg["audio_ref"]:
             assert audio_ref_path(seg["audio_ref"]).resolve().is_relative_to(audio_dir / seg["room_id"])
+
+
+async def test_a_path_like_room_id_writes_nothing_outside_the_audio_folder(voice: Voice) -> None:
+    """A reply record whose room id is a path (``../../x``) reaches the voice service only by bypassing
+    Ingest; it is refused (dead-lettered), nothing is written outside the audio folder, and the
+    consumer keeps serving the next record. The gRPC stream refuses such a room id too."""
+    audio_dir = Path(voice.settings.voice_audio_dir or "").resolve()
+    marker = f"x-{uuid.uuid4().hex[:8]}"
+    before = {p for p in audio_dir.parent.parent.rglob("*")}
+    bad_rid, good_rid = f"bad-{uuid.uuid4().hex[:8]}", f"ok-{uuid.uuid4().hex[:8]}"
+    for room in (f"../../{marker}", f"/tmp/{marker}", f"..\\{marker}", f"{marker}/../../.."):
+        await voice.producer.send(REPLIES, "evil", reply(bad_rid, room, "You should not hear this."))
+    await voice.producer.send(REPLIES, "room-ok", reply(good_rid, "room-ok", "Still serving."))
+    await voice.wait(lambda: any(s["final"] for s in voice.of(good_rid)))
+    assert voice.of(bad_rid) == []
+    after = {p for p in audio_dir.parent.parent.rglob("*")}
+    outside = [p for p in after - before if not p.resolve().is_relative_to(audio_dir)]
+    assert outside == [] and not list(Path("/tmp").glob(f"{marker}*"))
+    assert not [p for p in after if marker in str(p)]
+    async with make_channel(voice.target) as channel:
+        stream = voice_pb2_grpc.VoiceServiceStub(channel).StreamSegments(
+            voice_pb2.StreamSegmentsRequest(room_id=f"../../{marker}"))
+        with pytest.raises(grpc.aio.AioRpcError) as err:
+            async for _ in stream:
+                break
+        assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
