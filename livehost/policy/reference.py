@@ -23,6 +23,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from livehost.understanding.facts import Fact, attribute_facts, campaign_facts, faq_facts, rank
+from livehost.understanding.normalize import normalize
+from livehost.understanding.screening import DEFAULT_THRESHOLDS, screen
+
 # --------------------------------------------------------------------------- words
 
 _WORD_RE = re.compile(r"[a-z0-9]+")
@@ -97,14 +101,14 @@ INTENT_PATTERNS: dict[str, list[str]] = {
         r"\bcolou?rs?\b", r"\bsizes?\b", r"\bsizing\b", r"\bmaterials?\b", r"\bfabric\b", r"\bmade (of|from)\b",
         r"\bwater ?proof", r"\bwater[- ]resistant\b", r"\brain\b", r"\bweigh(t|s)?\b", r"\bheavy\b",
         r"\bcapacity\b", r"\bhow big\b", r"\bdimensions?\b", r"\bspecs?\b", r"\bspecifications?\b",
-        r"\bfeatures?\b", r"\bbattery\b", r"\bwashable\b", r"\bdishwasher\b", r"\bmicrowave\b",
-        r"\bfit(s)?\b", r"\brun(s)? (small|large|big)\b", r"\bwarm\b", r"\bmade in\b",
+        r"\bfeatures?\b", r"\bbattery\b", r"\bwashable\b",
+        r"\bfit(s)?\b", r"\bwarm\b", r"\bmade in\b",
         r"\bwhat is it\b", r"\bml\b", r"\bgrams?\b", r"\blightweight\b", r"\bquality\b",
     ],
     "faq": [
         r"\bshipping\b", r"\bship(s|ped)?\b", r"\bdeliver(y|ed|s)?\b", r"\barrive", r"\breturns?\b",
         r"\brefunds?\b", r"\bexchange\b", r"\bwarranty\b", r"\bguarantee\b", r"\bcare\b", r"\bwash\b",
-        r"\brun(s)? (small|large|big)\b", r"\btrue to size\b", r"\bsize up\b",
+        r"\btrue to size\b", r"\bsize up\b",
     ],
     "purchase": [
         r"\bbuy(ing)?\b", r"\bpurchase\b", r"\border (it|one|this|that|now|two)\b", r"\bcart\b",
@@ -112,7 +116,7 @@ INTENT_PATTERNS: dict[str, list[str]] = {
         r"\bwant (one|it|this|that)\b", r"\bwhere.*\blink\b", r"\bsold\b.*\bme\b", r"\bgrab (one|it)\b",
     ],
     "post_purchase": [
-        r"\bmy order\b", r"\border (status|number|no\.?|#|id)\b", r"\btrack(ing)?\b", r"\bhasn'?t arrived\b",
+        r"\bmy order\b", r"\border (status|number|no\.?|#|id)\b", r"\btrack(ing)?\b", r"\b(has|have)n'?t (arrived|come|shown up)\b",
         r"\bnot (arrived|received|come)\b", r"\brefunds?\b", r"\breturn (it|this|my)\b",
         r"\bwhere is my\b", r"\bmy (package|parcel|delivery)\b", r"\bexchange (it|my)\b",
         r"\bwhen will (it|my) (arrive|ship|come)\b", r"\bbroken\b", r"\bdamaged\b",
@@ -144,10 +148,12 @@ _GREETING_RE = re.compile(r"^\s*(hi|hello|hey|yo|hiya|howdy|good (morning|evenin
 _THANKS_RE = re.compile(r"\b(thanks?|thank you)\b")
 _LINK_RE = re.compile(r"\blink\s*(?:#|no\.?|num(?:ber)?\.?)?\s*(\d{1,4})\b|#\s?(\d{1,4})\b", re.IGNORECASE)
 _ORDER_RE = re.compile(
-    r"\border\s*(?:#|no\.?|number|num|id)?\s*[:#]?\s*([A-Za-z]*-?\d[\w-]{3,})"
-    r"|\b([A-Z]{2,5}-?\d{4,}[\w-]*)\b|\b(\d{8,})\b",
+    r"\border\s*(?:#|no\.?|number|num|id)?\s*(?:is\s+)?[:#]?\s*([A-Za-z]*-?\d[\w-]{3,})"
+    r"|(?:^|\s)#?([A-Za-z]{1,5}-?\d{4,}[\w-]*)\b|\b(\d{8,})\b",
     re.IGNORECASE,
 )
+# an order id-like token (letters then at least four digits) or a verb of a past purchase: after-sales
+_PAST_PURCHASE_RE = re.compile(r"\b(bought|ordered|purchased|paid for)\b")
 _NUM_RE = re.compile(r"\d+(?:[.,]\d+)*")
 _QUESTION_RE = re.compile(r"\?|^\s*(does|do|is|are|can|will|would|how|what|which|where|when|any)\b")
 _WORKS_RE = re.compile(r"\bworks? (on|with|in)\b")
@@ -244,12 +250,16 @@ _GENERIC = (
     | _vocab("work works working does doing come comes came still many much how what which who why when where "
              "there here get got want need know tell show say said ask asked really very just also too more "
              "most some all every everyone everybody guys host stream live room today now right okay yes "
-             "yeah not no good great nice best better new old first time here hello thing things "
+             "yeah not no good great nice best better new old hello here time first thing things "
              "kind sort type whats hows wanna gonna these those they them their then than about like look "
              "looks use used using them other another same different question questions answer thank "
              "ready soon again please real really true sure")
 )
 _PRODUCT_INTENTS = ("price", "stock", "attribute", "coupon", "general", "purchase")
+# retrieval confidence (0..1: BM25 squashed, averaged with the embedding cosine) below which the host
+# says it will check rather than answer; facts within FACT_MARGIN of the best are said too (at most two)
+FACT_THRESHOLD = 0.36
+FACT_MARGIN = 0.05
 
 
 # --------------------------------------------------------------------------- context views
@@ -501,18 +511,17 @@ class _Decider:
 
     def _intents(self) -> list[str]:
         low = self.low
-        if _find(_INJECTION_PATTERNS, low) is not None:
-            return ["injection"]
-        if _find(_ABUSE_PATTERNS, low) is not None:
-            return ["abuse"]
-        if _find(_COMPLIANCE_PATTERNS, low) is not None:
-            return ["refusal"]
+        screened = self._screen()
+        if screened is not None:
+            return [screened]
         found: list[tuple[int, str]] = []
         for intent, patterns in INTENT_PATTERNS.items():
             pos = _find(patterns, low)
             if pos is not None:
                 found.append((pos, intent))
         names = [i for _, i in sorted(found)]
+        if "post_purchase" not in names and (self.order_id() or _PAST_PURCHASE_RE.search(low)):
+            names = [n for n in names if n in ("post_purchase", "faq")] + ["post_purchase"]
         # "how many ... left" is stock, not price; "how much" with stock words stays both
         if "post_purchase" in names:
             names = [n for n in names if n not in ("faq", "purchase")] + ([] if self.order_id() else ["faq"])
@@ -533,6 +542,22 @@ class _Decider:
         if names == ["chit_chat"] and self._looks_like_question() and re.search(r"\b(this|it|link)\b", low):
             names.append("general")
         return names
+
+    def _screen(self) -> str | None:
+        """injection / abuse / refusal (compliance) from the trained screening classifier; a hit of the
+        pattern lists lowers that class's threshold (one more signal, never the decision alone)."""
+        result = screen(self.text)
+        thresholds = dict(DEFAULT_THRESHOLDS)
+        thresholds.pop("spam", None)
+        norm = normalize(self.text)
+        for cls, patterns in (("injection", _INJECTION_PATTERNS), ("abuse", _ABUSE_PATTERNS),
+                              ("compliance", _COMPLIANCE_PATTERNS)):
+            if _find(patterns, norm) is not None:
+                thresholds[cls] -= 0.2
+        harmful = result.harmful(thresholds)
+        if harmful is None:
+            return None
+        return "refusal" if harmful[0] == "compliance" else harmful[0]
 
     def _looks_like_question(self) -> bool:
         low = self.low
@@ -856,7 +881,7 @@ class _Decider:
 
     def _faq_answer(self, entries: list[tuple[str, str]]) -> str | None:
         best: tuple[float, str] | None = None
-        generic = _vocab("product item link jacket buy")
+        generic = _vocab("product item link buy")
         for q, a in entries:
             qs = stems(q) - generic
             if not qs:
@@ -1010,23 +1035,20 @@ class _Decider:
                         out.extend((self._named_attribute_sentence(facts, k, the_item), True, 0)
                                    for k in named_keys)
                     else:
-                        out.extend(self._attribute_sentences(facts, self._subject(out, title), summary=True))
+                        out.extend((f.sentence, True, 0) for f in self.retrieve(facts))
             elif intent == "attribute":
-                if facts:
-                    out.extend(self._attribute_sentences(facts, self._subject(out, title),
-                                                         summary=not self.asked_attrs))
-                    if self.unresolved_attrs(facts):
-                        ans = self._faq_answer(self.faq_entries())
-                        if ans:
-                            out.append((ans, True, 0))
-                        else:
-                            out.append(("Let me check that detail for you.", False, 1))
+                found = self.retrieve(facts)
+                if found:
+                    out.extend((f.sentence, True, 0) for f in found)
                 else:
-                    ans = self._faq_answer(self.faq_entries())
-                    out.append((ans, True, 0) if ans else ("Let me check that detail for you.", False, 0))
+                    out.append(("Let me check that detail for you.", False, 0))
             elif intent == "stock":
                 units, s_out, failed = self.stock_facts()
-                if s_out:
+                rows = self.variant_rows(facts)
+                if rows:
+                    out.extend((f.sentence, True, 0) for f in rows)
+                    sold_out = all(isinstance(f.value, int | float) and f.value <= 0 for f in rows)
+                elif s_out:
                     sold_out = True
                     out.append((f"Sorry, {the_item} is sold out right now, stay tuned for a restock!", True, 0))
                 elif units is not None and units > 0 and self.named_target()[0] is not None and title:
@@ -1049,13 +1071,9 @@ class _Decider:
                 else:
                     out.append(("There's no coupon on this one right now.", True, 1))
             elif intent == "faq":
-                ans = self._faq_answer(self.faq_entries())
-                if ans:
-                    out.append((ans, True, 0))
-                for rule in (self.room.get("campaign") or {}).get("rules") or []:
-                    if stems(str(rule)) & self.text_stems - _vocab("link item"):
-                        campaign = (self.room.get("campaign") or {}).get("name")
-                        out.append((f"{campaign}: {rule}." if campaign else f"{rule}.", True, 1))
+                found = self.retrieve(facts, kinds=("faq", "campaign", "attribute"))
+                ans = found[0].sentence if found else None
+                out.extend((f.sentence, True, 0) for f in found)
                 if not ans and "post_purchase" not in intents and not any(
                     g for s, g, _ in out if g and s not in ("",)
                 ):
@@ -1065,11 +1083,14 @@ class _Decider:
                 oid = self.order_id()
                 if order:
                     status = next(str(order[k]) for k in order if _key_has(k, "status", "state"))
-                    out.append((f"Your order {oid or ''} is {status.replace('_', ' ')}.".replace("  ", " "),
-                                True, 0))
-                    for k, v in order.items():
-                        if isinstance(v, str) and _key_has(k, "eta", "arriv", "carrier", "tracking") and v:
-                            out.append((f"{split_identifier(k).capitalize()}: {v}.", True, 1))
+                    carrier = next((str(v) for k, v in order.items() if isinstance(v, str) and v
+                                    and _key_has(k, "carrier", "courier")), None)
+                    eta = next((str(v) for k, v in order.items() if isinstance(v, str) and v
+                                and _key_has(k, "eta", "arriv", "expected")), None)
+                    said = f"Your order {oid or ''} is {status.replace('_', ' ')}".replace("  ", " ")
+                    said += f" with {carrier}" if carrier else ""
+                    said += f", expected by {eta}" if eta and "deliver" not in status.lower() else ""
+                    out.append((said + ".", True, 0))
                 elif oid:
                     out.append(("Let me look into your order for you.", False, 0))
                 elif not self._faq_answer(self.faq_entries()):
@@ -1096,6 +1117,49 @@ class _Decider:
               and "post_purchase" not in intents and any(g and p == 0 for _, g, p in out)):
             out.append((f"Tap link {link} to grab it!", True, 3))
         return out
+
+    # ---- retrieval over the catalog's own data
+    def fact_pool(self, facts: dict[str, Any] | None) -> list[Fact]:
+        pool: list[Fact] = []
+        if facts:
+            pool += attribute_facts("It", facts.get("attributes") or {})
+        pool += faq_facts(self.faq_entries())
+        pool += campaign_facts(self.room.get("campaign"))
+        return pool
+
+    def retrieve(self, facts: dict[str, Any] | None,
+                 kinds: tuple[str, ...] = ("attribute", "variant", "faq", "campaign")) -> list[Fact]:
+        """The facts that answer the comment (at most two, close to the best), or [] when nothing is
+        confident enough: then the host says it will check."""
+        pool = [f for f in self.fact_pool(facts) if f.kind in kinds]
+        query = _LINK_RE.sub(" ", self.text)
+        ranked = rank(query, pool, stem, _STOP)
+        if not ranked or ranked[0][0] < FACT_THRESHOLD:
+            return []
+        top = ranked[0][0]
+        picked: list[Fact] = []
+        for score, fact in ranked[:3]:
+            if score >= FACT_THRESHOLD and score >= top - FACT_MARGIN and fact.kind != "variant":
+                picked.append(fact)
+        return picked[:2] or [ranked[0][1]]
+
+    def variant_rows(self, facts: dict[str, Any] | None) -> list[Fact]:
+        """Rows of a variant table (stock per size, …) that the comment names by their key ("the 38")."""
+        if not facts:
+            return []
+        tokens = set(re.findall(r"[\w.]+", self.text))
+        low_tokens = {t.lower() for t in tokens}
+        rows: list[Fact] = []
+        for f in attribute_facts("It", facts.get("attributes") or {}):
+            if f.kind != "variant" or not f.row:
+                continue
+            row = f.row
+            if (row.isdigit() and row in tokens) or (not row.isdigit() and len(row) > 1 and row.lower() in low_tokens) \
+                    or (len(row) == 1 and re.search(rf"(?:\bsize\s+|\bin\s+|\b){re.escape(row)}\b(?!')", self.text)
+                        and row.isupper()):
+                if not (row.isdigit() and row in {str(n) for n in self.links}):
+                    rows.append(f)
+        return rows
 
     def named_attribute_keys(self, facts: dict[str, Any]) -> list[str]:
         """Attribute keys of the product that the comment names ("... work on induction?")."""

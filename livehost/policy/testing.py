@@ -69,7 +69,9 @@ class Sandbox:
         self.room = case.get("room") or {}
         self.issued: list[str] = []
         self.pinned: list[int] = []
-        self.orders: list[dict[str, Any]] = list(case.get("orders") or [])
+        users = [c.get("user_id") for c in case.get("comments") or []]
+        # like the store: a viewer sees only their own orders
+        self.orders: list[dict[str, Any]] = [o for o in case.get("orders") or [] if o.get("user_id") in users]
 
     def run(self, operation: str, args: dict[str, Any]) -> tuple[bool, Any, str | None, str | None]:
         op = OPERATIONS[operation]

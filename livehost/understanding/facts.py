@@ -1,0 +1,199 @@
+"""Facts of the catalog's own data, phrased as a person would say them, and ranked against a comment.
+
+A product's attributes become one fact each: the key is split and humanised ("weight_g" → "weight",
+unit "g"), the value phrased by its shape (a list → options, a boolean → is / is not, a number → with
+its unit, a table such as stock per size → one fact per row). FAQ entries and campaign rules are facts
+too. :func:`rank` scores every fact against the comment with BM25 over word stems plus, when the
+embedding model is installed, the cosine similarity of sentence embeddings; callers answer only above
+a confidence threshold and otherwise say they will check.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+UNITS = {"mm": "mm", "cm": "cm", "m": "m", "g": "g", "kg": "kg", "ml": "ml", "l": "L", "h": "hours",
+         "hr": "hours", "hours": "hours", "mah": "mAh", "w": "W", "pct": "%", "in": "inches", "gsm": "gsm",
+         "v": "V", "mins": "minutes", "min": "minutes", "days": "days"}
+UNIT_NAMES = {"mm": "millimetres", "cm": "centimetres", "m": "metres", "g": "grams", "kg": "kilograms",
+              "ml": "millilitres", "L": "litres", "W": "watts", "mAh": "battery capacity", "hours": "hours",
+              "inches": "inches", "gsm": "grams per square metre", "V": "volts", "minutes": "minutes"}
+# words of a data schema (not of viewers) that mark a table of units left
+COUNT_WORDS = ("stock", "inventory", "units", "qty", "quantity", "left", "available")
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+@dataclass(frozen=True)
+class Fact:
+    kind: str  # attribute | variant | faq | campaign
+    key: str  # attribute key, "faq", "campaign"
+    text: str  # what retrieval reads (humanised key and value, or question and answer)
+    sentence: str  # how the host says it
+    row: str = ""  # a variant table's row key ("38")
+    value: Any = None
+
+
+def humanise_key(key: str) -> tuple[str, str]:
+    """``weight_g`` → ("weight", "g"); ``stockBySize`` → ("stock by size", "")."""
+    spaced = re.sub(r"([a-z])([A-Z])", r"\1 \2", str(key)).replace("_", " ").replace("-", " ").lower()
+    parts = spaced.split()
+    unit = ""
+    if len(parts) > 1 and parts[-1] in UNITS:
+        unit = UNITS[parts[-1]]
+        parts = parts[:-1]
+    return " ".join(parts), unit
+
+
+def fmt(value: Any) -> str:
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def human_list(values: list[Any]) -> str:
+    items = [fmt(v) for v in values]
+    if len(items) <= 1:
+        return "".join(items)
+    return ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def _adjective(label: str) -> bool:
+    """Labels said with "is" ("dishwasher safe", "waterproof", "packable", "oversized")."""
+    last = label.split()[-1] if label else ""
+    return last.endswith(("proof", "safe", "free", "able", "ible", "ed", "ive", "ic", "al", "ant", "ent", "ous", "ing"))
+
+
+def attribute_facts(subject: str, attributes: dict[str, Any]) -> list[Fact]:
+    """``subject`` is how the sentence names the product ("It", "The Alpine shell jacket")."""
+    out: list[Fact] = []
+    for key, value in attributes.items():
+        label, unit = humanise_key(key)
+        if not label:
+            continue
+        if isinstance(value, dict):
+            out.extend(_table_facts(subject, key, label, value))
+            continue
+        if isinstance(value, list):
+            shown = human_list(value)
+            words = set(label.split())
+            if words & {"color", "colors", "colour", "colours"}:
+                sentence = f"{subject} comes in {shown}."
+            elif words & {"size", "sizes"}:
+                sentence = f"{subject} comes in sizes {shown}."
+            else:
+                sentence = f"The {label} options are {shown}."
+            out.append(Fact("attribute", key, f"{label} {shown}", sentence, value=value))
+        elif isinstance(value, bool):
+            if _adjective(label):
+                sentence = f"Yes, {subject.lower() if subject == 'It' else subject} is {label}." if value else \
+                    f"No, {subject.lower() if subject == 'It' else subject} is not {label}."
+            else:
+                sentence = f"Yes, {subject.lower() if subject == 'It' else subject} has {label}." if value else \
+                    f"No, {subject.lower() if subject == 'It' else subject} has no {label}."
+            out.append(Fact("attribute", key, f"{label} {'yes' if value else 'no'}", sentence, value=value))
+        else:
+            shown = fmt(value) + (f" {unit}" if unit and unit != "%" else unit)
+            possessive = "Its" if subject == "It" else f"The {subject.removeprefix('The ')}'s"
+            if _adjective(label):
+                sentence = f"{subject} is {label}, rated {shown}."
+            else:
+                verb = "are" if label.endswith("s") and not label.endswith("ss") else "is"
+                sentence = f"{possessive} {label} {verb} {shown}."
+            out.append(Fact("attribute", key, f"{label} {shown} {UNIT_NAMES.get(unit, '')}".strip(), sentence,
+                            value=value))
+    return out
+
+
+def _table_facts(subject: str, key: str, label: str, table: dict[str, Any]) -> list[Fact]:
+    words = label.split()
+    dim = words[words.index("by") + 1] if "by" in words[:-1] else (
+        words[words.index("per") + 1] if "per" in words[:-1] else "")
+    head = " ".join(words[: words.index("by")] if "by" in words else words[: words.index("per")]
+                    if "per" in words else words)
+    counts = any(w in COUNT_WORDS for w in head.split())
+    out: list[Fact] = []
+    for row, value in table.items():
+        name = f"{dim} {row}".strip() if dim else str(row)
+        if counts and isinstance(value, int | float) and not isinstance(value, bool):
+            sentence = (f"Sorry, {name} is sold out right now." if value <= 0
+                        else f"{name[0].upper() + name[1:]} is in stock, {fmt(value)} left.")
+        else:
+            sentence = f"{head[0].upper() + head[1:] if head else 'It'} for {name}: {fmt(value)}."
+        out.append(Fact("variant", key, f"{head} {name} {fmt(value)}", sentence, row=str(row), value=value))
+    return out
+
+
+def faq_facts(entries: list[tuple[str, str]]) -> list[Fact]:
+    return [Fact("faq", "faq", f"{q} {a}", a.strip() if a.strip().endswith((".", "!", "?")) else a.strip() + ".")
+            for q, a in entries]
+
+
+def campaign_facts(campaign: dict[str, Any] | None) -> list[Fact]:
+    if not campaign:
+        return []
+    name = str(campaign.get("name") or "").strip()
+    out = []
+    for rule in campaign.get("rules") or []:
+        r = str(rule).strip().rstrip(".")
+        sentence = f"In our {name}: {r[0].lower() + r[1:] if r[:1].isupper() and not r[:2].isupper() else r}." \
+            if name and "\n" not in name else f"{r}."
+        out.append(Fact("campaign", "campaign", r, sentence))
+    return out
+
+
+# ---------------------------------------------------------------------------------------- ranking
+
+def _stems(text: str, stem: Any) -> list[str]:
+    return [stem(w) for w in _WORD.findall(text.lower())]
+
+
+def bm25(query: list[str], docs: list[list[str]], k1: float = 1.2, b: float = 0.75) -> list[float]:
+    n = len(docs)
+    if not n:
+        return []
+    avg = sum(len(d) for d in docs) / n or 1.0
+    df: Counter[str] = Counter()
+    for d in docs:
+        df.update(set(d))
+    scores = []
+    for d in docs:
+        tf = Counter(d)
+        s = 0.0
+        for t in set(query):
+            if t not in tf:
+                continue
+            idf = math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5))
+            s += idf * tf[t] * (k1 + 1) / (tf[t] + k1 * (1 - b + b * len(d) / avg))
+        scores.append(s)
+    return scores
+
+
+LEXICAL_WEIGHT = 0.4
+
+
+def rank(query: str, facts: list[Fact], stem: Any, stop: set[str], *, use_embeddings: bool = True
+         ) -> list[tuple[float, Fact]]:
+    """(score, fact), best first. Score: BM25 over stems squashed to 0..1 (``s / (s + 1.5)``), averaged
+    with the embedding cosine when embeddings are on."""
+    if not facts:
+        return []
+    q = [t for t in _stems(query, stem) if t not in stop]
+    lex = bm25(q, [_stems(f.text, stem) for f in facts])
+    qset = set(q)
+    # the comment names the fact's own key ("waterproof", "capacity"): full lexical confidence
+    lex01 = [1.0 if f.kind == "attribute" and set(_stems(humanise_key(f.key)[0], stem)) & qset - stop
+             else s / (s + 1.5) for s, f in zip(lex, facts, strict=True)]
+    if use_embeddings:
+        from livehost.understanding import embed
+
+        if embed.available():
+            cos = embed.similarity(query, [f.text for f in facts])
+            scores = [LEXICAL_WEIGHT * a + (1 - LEXICAL_WEIGHT) * max(c, 0.0) for a, c in zip(lex01, cos, strict=True)]
+            return sorted(zip(scores, facts, strict=True), key=lambda p: -p[0])
+    return sorted(zip(lex01, facts, strict=True), key=lambda p: -p[0])
