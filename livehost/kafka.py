@@ -1,14 +1,21 @@
 """Kafka plumbing shared by every service: topic creation, an Avro producer, and a consumer loop
 that sends undecodable or unprocessable records to the dead-letter topic and keeps going.
 
-Delivery is at-least-once: offsets are committed only after a batch was handled, and every handler
-is idempotent (keyed by request id + step).
+Delivery is at-least-once by default: offsets are committed only after a batch was handled, and every
+handler is idempotent (keyed by request id + step). Producers are idempotent (no duplicates from
+their own retries). A consumer group named in ``kafka_transactional_groups`` runs each batch as one
+Kafka transaction instead — the records it produces and its input offsets commit together or not at
+all — so the consume-process-produce step is exactly-once for ``read_committed`` readers (all of
+LiveHost's consumers read committed).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
+import os
+import socket
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
@@ -125,7 +132,8 @@ class Producer:
         if self._producer is None:
             raise RuntimeError("producer not started")
         value = codec.encode(topic.schema, record)
-        meta = await self._producer.send_and_wait(
+        producer = _TRANSACTION.get() or self._producer
+        meta = await producer.send_and_wait(
             topic.name, value=value, key=key.encode(),
             headers=[(codec.SCHEMA_HEADER, topic.schema.encode())])
         return meta.partition, meta.offset
@@ -133,7 +141,7 @@ class Producer:
     async def send_raw(self, topic: str, key: bytes | None, value: bytes | None) -> None:
         if self._producer is None:
             raise RuntimeError("producer not started")
-        await self._producer.send_and_wait(topic, value=value, key=key)
+        await (_TRANSACTION.get() or self._producer).send_and_wait(topic, value=value, key=key)
 
 
 async def dead_letter(producer: Producer, rec: ConsumerRecord, error: str, consumer: str) -> None:
@@ -152,6 +160,21 @@ TRANSIENT: tuple[type[BaseException], ...] = (
 )
 
 Handler = Callable[[Topic, dict[str, Any], ConsumerRecord], Awaitable[None]]
+
+POISON_AFTER = 3  # failed transactions before a batch is narrowed, and again before a record is dead-lettered
+
+# The transactional producer of the batch the current task is handling, if any: Producer.send routes
+# through it, so handlers need not know whether their step is transactional.
+_TRANSACTION: contextvars.ContextVar[AIOKafkaProducer | None] = contextvars.ContextVar(
+    "livehost_kafka_transaction", default=None)
+
+
+def transactional_id(settings: Settings, group_id: str) -> str:
+    """Stable per replica when the supervisor names it (a restarted replica then fences its dead
+    predecessor and aborts its open transaction at once); otherwise unique per process, and an open
+    transaction of a dead process is aborted by the broker after ``kafka_transaction_timeout_ms``."""
+    replica = settings.replica_id or f"{socket.gethostname()}-{os.getpid()}"
+    return f"{group_id}-{replica}"
 
 
 @dataclass
@@ -172,42 +195,111 @@ class ConsumerLoop:
     def __post_init__(self) -> None:
         self._stop = asyncio.Event()
         self.ready = asyncio.Event()
+        self._txn_failures: dict[tuple[str, int, int], int] = {}
 
     def stop(self) -> None:
         self._stop.set()
 
-    async def run(self) -> None:
-        consumer: AIOKafkaConsumer | None = None
+    @property
+    def transactional(self) -> bool:
+        return self.group_id in self.settings.kafka_transactional_groups and self.settings.kafka_flavour != "tansu"
+
+    async def _start(self, factory: Callable[[], Any], what: str) -> Any:
         for delay in backoff_delays(self.settings.connect_backoff_initial_s, self.settings.connect_backoff_max_s):
-            consumer = AIOKafkaConsumer(
-                *[t.name for t in self.topics],
-                **consumer_options(self.settings),
-                group_id=self.group_id,
-                client_id=f"{self.settings.kafka_client_id}-{self.group_id}",
-                enable_auto_commit=False,
-                auto_offset_reset=self.auto_offset_reset,
-                session_timeout_ms=self.settings.kafka_session_timeout_ms,
-                heartbeat_interval_ms=self.settings.kafka_heartbeat_interval_ms,
-            )
+            client = factory()
             try:
-                await consumer.start()
-                break
+                await client.start()
+                return client
             except (KafkaConnectionError, OSError) as exc:
-                await consumer.stop()
-                log.warning("consumer %s cannot reach broker (%s); retrying in %.1fs", self.group_id, exc, delay)
+                await client.stop()
+                log.warning("%s %s cannot reach broker (%s); retrying in %.1fs", what, self.group_id, exc, delay)
                 await asyncio.sleep(delay)
-        assert consumer is not None
+        raise AssertionError("unreachable")  # backoff_delays is endless
+
+    async def run(self) -> None:
+        consumer: AIOKafkaConsumer = await self._start(lambda: AIOKafkaConsumer(
+            *[t.name for t in self.topics],
+            **consumer_options(self.settings),
+            group_id=self.group_id,
+            client_id=f"{self.settings.kafka_client_id}-{self.group_id}",
+            enable_auto_commit=False,
+            auto_offset_reset=self.auto_offset_reset,
+            session_timeout_ms=self.settings.kafka_session_timeout_ms,
+            heartbeat_interval_ms=self.settings.kafka_heartbeat_interval_ms,
+        ), "consumer")
+        txn: AIOKafkaProducer | None = None
+        if self.transactional:
+            txn = await self._start(lambda: AIOKafkaProducer(
+                **client_options(self.settings), client_id=f"{self.settings.kafka_client_id}-{self.group_id}-txn",
+                transactional_id=transactional_id(self.settings, self.group_id),
+                transaction_timeout_ms=self.settings.kafka_transaction_timeout_ms, linger_ms=1,
+            ), "transactional producer")
         self.ready.set()
         try:
             while not self._stop.is_set():
                 batches = await consumer.getmany(timeout_ms=200, max_records=200)
-                for records in batches.values():
-                    for rec in records:
-                        await self._handle(rec)
-                if batches:
+                if not batches:
+                    continue
+                if txn is None:
+                    for records in batches.values():
+                        for rec in records:
+                            await self._handle(rec)
                     await consumer.commit()
+                else:
+                    await self._handle_in_transaction(consumer, txn, batches)
         finally:
+            if txn is not None:
+                await txn.stop()
             await consumer.stop()
+
+    async def _handle_in_transaction(self, consumer: AIOKafkaConsumer, txn: AIOKafkaProducer,
+                                     batches: dict[Any, list[ConsumerRecord]]) -> None:
+        """One batch, one transaction: its output records and its input offsets commit together.
+
+        A failed transaction (broker restart, fenced, timed out, a record whose output the broker
+        refuses) is aborted and re-read. A batch that keeps failing is narrowed to its first record;
+        a record that fails alone ``POISON_AFTER`` more times is dead-lettered, so nothing loops forever.
+        """
+        first_tp, first_records = next(iter(batches.items()))
+        first = first_records[0]
+        key = (first.topic, first.partition, first.offset)
+        failures = self._txn_failures.get(key, 0)
+        poison = failures >= 2 * POISON_AFTER
+        if failures >= POISON_AFTER:  # narrow to the first record; re-read the rest later
+            for tp, records in batches.items():
+                consumer.seek(tp, records[0].offset)
+            batches = {first_tp: [first]}
+        try:
+            async with txn.transaction():
+                token = _TRANSACTION.set(txn)
+                try:
+                    if poison:
+                        metrics.RECORDS.labels(self.group_id, first.topic, "dead_letter").inc()
+                        await dead_letter(self.producer, first, f"transaction failed {failures} times", self.group_id)
+                    else:
+                        for records in batches.values():
+                            for rec in records:
+                                await self._handle(rec)
+                finally:
+                    _TRANSACTION.reset(token)
+                offsets = {tp: records[-1].offset + 1 for tp, records in batches.items()}
+                await txn.send_offsets_to_transaction(offsets, self.group_id)
+        except (KafkaError, *TRANSIENT) as exc:
+            if self._stop.is_set():
+                raise
+            self._txn_failures[key] = failures + 1
+            while len(self._txn_failures) > 1000:  # bounded: forget the oldest
+                self._txn_failures.pop(next(iter(self._txn_failures)))
+            log.warning("transaction of %s aborted (%s: %s); re-reading from %s[%d]@%d", self.group_id,
+                        type(exc).__name__, exc, *key)
+            metrics.RECORDS.labels(self.group_id, first.topic, "txn_abort").inc()
+            for tp, records in batches.items():
+                consumer.seek(tp, records[0].offset)
+            await asyncio.sleep(self.settings.connect_backoff_initial_s)
+            return
+        self._txn_failures.pop(key, None)
+        if failures >= POISON_AFTER:  # the narrowed batch went through: continue after its record
+            consumer.seek(first_tp, first.offset + 1)
 
     async def _handle(self, rec: ConsumerRecord) -> None:
         topic = by_name(rec.topic)
@@ -236,6 +328,8 @@ class ConsumerLoop:
                             rec.partition, rec.offset, type(exc).__name__, exc, delay)
                 await asyncio.sleep(delay)
             except Exception as exc:  # a poison record must not stop the room
+                if isinstance(exc, KafkaError) and _TRANSACTION.get() is not None:
+                    raise  # the batch's transaction is broken: abort it and re-read (_handle_in_transaction)
                 log.exception("handler failed on %s[%d]@%d", rec.topic, rec.partition, rec.offset)
                 metrics.RECORDS.labels(self.group_id, rec.topic, "dead_letter").inc()
                 await dead_letter(self.producer, rec, f"handler: {type(exc).__name__}: {exc}", self.group_id)

@@ -1,4 +1,5 @@
-"""The whole system for end-to-end tests: real Tansu, PostgreSQL and Triton, every service as a process."""
+"""The whole system for end-to-end tests: real Apache Kafka (the session's broker, fresh topics), PostgreSQL
+and Triton, every service as a process."""
 
 from __future__ import annotations
 
@@ -16,7 +17,9 @@ from livehost.config import Settings
 from livehost.db import connect_pool, migrate
 from livehost.demo.runner import open_rooms
 from livehost.kafka import Producer, ensure_topics
-from livehost.stack.testing import running_kafka, running_postgres, running_triton
+from livehost.stack import kafka
+from livehost.stack.process import Running
+from livehost.stack.testing import reset_topics, running_postgres, running_triton
 from livehost.supervisor import Supervisor
 
 
@@ -45,10 +48,12 @@ async def _prepare(settings: Settings) -> None:
 
 
 @pytest.fixture(scope="session")
-def system(tmp_path_factory: pytest.TempPathFactory) -> Iterator[System]:
+def system(tmp_path_factory: pytest.TempPathFactory, kafka_broker: Running) -> Iterator[System]:
     root = tmp_path_factory.mktemp("e2e")
     repo = Path(__file__).resolve().parents[2]
-    with running_kafka(root) as bootstrap, running_postgres(root) as dsn, \
+    bootstrap = kafka.bootstrap(kafka_broker)
+    reset_topics(bootstrap)
+    with running_postgres(root) as dsn, \
             running_triton(root, repo / "infra" / "triton" / "models") as triton_url:
         env = {"LIVEHOST_KAFKA_BOOTSTRAP": bootstrap, "LIVEHOST_POSTGRES_DSN": dsn,
                "LIVEHOST_TRITON_URL": triton_url, "LIVEHOST_STATE_DIR": str(root / "state"),

@@ -187,18 +187,36 @@ async def test_nothing_lost_while_a_service_is_down(system: System, service: str
             await conn.close()
 
 
-def test_independent_client_lists_declared_topics(system: System) -> None:
-    """librdkafka (confluent-kafka), a client independent of aiokafka, sees every declared topic.
+def test_kcat_lists_declared_topics_and_reads_a_reply(system: System) -> None:
+    """Debian's kcat (librdkafka), a client independent of aiokafka, sees every declared topic with its
+    partition count and consumes an Avro record from agent.replies that decodes with our schemas."""
+    import json
+    import shutil
+    import subprocess
 
-    Debian's kcat links librdkafka 2.0.2, which mis-parses Tansu's ApiVersions v3 response
-    ("Protocol read buffer underflow for ApiVersion v3"); librdkafka 2.16 reads it correctly.
-    """
-    from confluent_kafka.admin import AdminClient
-
-    metadata = AdminClient({"bootstrap.servers": system.settings.kafka_bootstrap}).list_topics(timeout=20)
+    kcat = shutil.which("kcat")
+    assert kcat is not None, "kcat is not installed (`make install` installs Debian's kcat)"
+    listing = subprocess.run([kcat, "-b", system.settings.kafka_bootstrap, "-L", "-J"], capture_output=True,
+                             timeout=60, check=True)
+    metadata = {t["topic"]: len(t["partitions"]) for t in json.loads(listing.stdout)["topics"]}
     for topic in ALL_TOPICS:
-        assert topic.name in metadata.topics, f"{topic.name} missing from the broker's metadata"
-        assert len(metadata.topics[topic.name].partitions) == topic.partitions
+        assert metadata.get(topic.name) == topic.partitions, f"{topic.name}: kcat sees {metadata.get(topic.name)}"
+
+    # Some reply exists once the other e2e tests ran; make sure of it without depending on order.
+    asyncio.run(_ensure_a_reply(system))
+    out = subprocess.run([kcat, "-b", system.settings.kafka_bootstrap, "-C", "-t", REPLIES.name, "-o", "beginning",
+                          "-c", "1", "-e", "-q", "-f", "%h\x1f%s"], capture_output=True, timeout=60, check=True)
+    headers, _, value = out.stdout.partition(b"\x1f")
+    assert f"{codec.SCHEMA_HEADER}={REPLIES.schema}".encode() in headers
+    reply = codec.decode(REPLIES.schema, value)
+    assert reply["state"]["request_id"] and reply["outcome"]
+
+
+async def _ensure_a_reply(system: System) -> None:
+    room = "room-a"
+    await publish_comment(system, room, "kcat-viewer", "how much is this one?")
+    found = await wait_for(system, [REPLIES], lambda _t, r: r["state"]["room_id"] == room, timeout=60)
+    assert found is not None, "no reply on agent.replies"
 
 
 def _metric(url: str, name: str, **labels: str) -> float:
