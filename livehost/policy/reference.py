@@ -155,6 +155,26 @@ _ORDER_RE = re.compile(
 # an order id-like token (letters then at least four digits) or a verb of a past purchase: after-sales
 _PAST_PURCHASE_RE = re.compile(r"\b(bought|ordered|purchased|paid for)\b")
 _NUM_RE = re.compile(r"\d+(?:[.,]\d+)*")
+_NUMBER_WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9,
+                 "ten": 10, "eleven": 11, "twelve": 12}
+_ORDINALS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6, "seventh": 7, "eighth": 8,
+             "ninth": 9, "tenth": 10}
+_ORDINAL_RE = re.compile(r"(first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|last|\d+(st|nd|rd|th))")
+# "link three", "link no. 3"; "the second one", "the 3rd link", "item four"
+_LINK_WORD_RE = re.compile(r"\b(?:link|item|product|number|no\.?)\s*#?\s*(" + "|".join(_NUMBER_WORDS) + r")\b")
+_ORDINAL_LINK_RE = re.compile(r"\b(first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|(\d{1,2})(?:st|nd|rd|th))"
+                              r"\s+(?:one|link|item|product)\b")
+_DETERMINER_RE = re.compile(r"(?=\b(?:the|this|that|these|those|your|ur|a|an|any|how many|for|of)\s+"
+                            r"((?:[a-z][a-z'-]*\s*){1,3}))")
+
+
+def _noun_phrases(low: str) -> list[str]:
+    """Word groups that can name a product: after a determiner, or the whole comment when it has no verb-like
+    question word (a bare phrase such as "frying pan price?")."""
+    found = [m.group(1) for m in _DETERMINER_RE.finditer(low)]
+    if not found and not re.search(r"\b(is|are|does|do|can|will|would|did|has|have|it|they|this|that)\b", low):
+        found = [low]
+    return found
 _QUESTION_RE = re.compile(r"\?|^\s*(does|do|is|are|can|will|would|how|what|which|where|when|any)\b")
 _WORKS_RE = re.compile(r"\bworks? (on|with|in)\b")
 
@@ -426,12 +446,19 @@ class _Decider:
 
     # ---- reading the comment
     def _links(self) -> list[int]:
-        found: list[int] = []
-        for m in _LINK_RE.finditer(self.text):
-            n = int(m.group(1) or m.group(2))
-            if n > 0 and n not in found:
-                found.append(n)
-        return found[:2]
+        found: list[tuple[int, int]] = []
+        low = normalize(self.text)
+        for m in _LINK_RE.finditer(low):
+            found.append((m.start(), int(m.group(1) or m.group(2))))
+        for m in _LINK_WORD_RE.finditer(low):
+            found.append((m.start(), _NUMBER_WORDS[m.group(1)]))
+        for m in _ORDINAL_LINK_RE.finditer(low):
+            found.append((m.start(), _ORDINALS.get(m.group(1)) or int(m.group(2))))
+        out: list[int] = []
+        for _, n in sorted(found):
+            if n > 0 and n not in out:
+                out.append(n)
+        return out[:2]
 
     def _named_words(self) -> list[str]:
         """Content words of a comment without a link number that the current product does not have."""
@@ -445,13 +472,16 @@ class _Decider:
         if title & self.text_stems:
             return []  # the comment names the product on screen ("the boots"): no search needed
         out: list[str] = []
-        for w in words(self.text):
-            if len(w) < 3 or w in _STOP or any(ch.isdigit() for ch in w):
-                continue
-            s = stem(w)
-            if s in _GENERIC or s in own or w in out:
-                continue
-            out.append(w)
+        # a product is named by a noun phrase: words after a determiner ("the frying pan", "your red
+        # one"), or a comment that is only a phrase ("frying pan price?"); pronouns and verbs name none
+        for phrase in _noun_phrases(normalize(self.text)):
+            for w in words(phrase):
+                if len(w) < 3 or w in _STOP or any(ch.isdigit() for ch in w) or _ORDINAL_RE.fullmatch(w):
+                    continue
+                s = stem(w)
+                if s in _GENERIC or s in own or w in out:
+                    continue
+                out.append(w)
         return out
 
     # ---- a product named instead of a link number: find its link with a search tool

@@ -175,6 +175,8 @@ def bm25(query: list[str], docs: list[list[str]], k1: float = 1.2, b: float = 0.
 
 
 LEXICAL_WEIGHT = 0.4
+MARGIN = 0.08
+MARGIN_BONUS = 0.15
 
 
 def rank(query: str, facts: list[Fact], stem: Any, stop: set[str], *, use_embeddings: bool = True
@@ -193,7 +195,14 @@ def rank(query: str, facts: list[Fact], stem: Any, stop: set[str], *, use_embedd
         from livehost.understanding import embed
 
         if embed.available():
-            cos = embed.similarity(query, [f.text for f in facts])
-            scores = [LEXICAL_WEIGHT * a + (1 - LEXICAL_WEIGHT) * max(c, 0.0) for a, c in zip(lex01, cos, strict=True)]
+            labels = [humanise_key(f.key)[0] if f.kind == "attribute" else f.text for f in facts]
+            cos_text = embed.similarity(query, [f.text for f in facts])
+            cos_label = embed.similarity(query, labels)
+            cos = [max(a, b, 0.0) for a, b in zip(cos_text, cos_label, strict=True)]
+            scores = [LEXICAL_WEIGHT * a + (1 - LEXICAL_WEIGHT) * c for a, c in zip(lex01, cos, strict=True)]
+            # a fact that stands out from the others by meaning is more likely the one asked about
+            order = sorted(range(len(facts)), key=lambda i: -cos[i])
+            if len(order) > 1 and cos[order[0]] >= 0.3 and cos[order[0]] - cos[order[1]] >= MARGIN:
+                scores[order[0]] += MARGIN_BONUS
             return sorted(zip(scores, facts, strict=True), key=lambda p: -p[0])
     return sorted(zip(lex01, facts, strict=True), key=lambda p: -p[0])
