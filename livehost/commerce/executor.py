@@ -41,6 +41,7 @@ from livehost.commerce.operations import OPERATIONS, Operation
 from livehost.commerce.schemas import result_problems
 from livehost.commerce.store import LIVE_SCOPE, Action
 from livehost.harness.model import Harness, Tool
+from livehost.hooks.gate import SideEffectPolicy, policy_for
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +57,10 @@ class CommerceBackend(Protocol):
 
     async def run_once(self, scope: str, key: str, *, tool: str, operation: str, request_id: str | None,
                        action: Action) -> tuple[Any, bool]: ...
+
+    async def gate_side_effect(self, conn: Any, policy: SideEffectPolicy, *, scope: str, key: str, room_id: str,
+                               user_id: str | None, tool: str, operation: str, params: dict[str, Any]) -> None:
+        """Hold a side effect to the room's policy (raise PermissionDenied) and record it."""
 
 
 @dataclass(frozen=True)
@@ -175,8 +180,9 @@ class ToolExecutor:
         timeout_s = tool.timeout_ms / 1000
         extra: dict[str, Any] = {"operation": op.name, "fault": fault, "idempotency_key": key}
         try:
+            policy = policy_for(harness, ctx.room_id) if side_effect else None
             result, replayed = await asyncio.wait_for(
-                self._run(tool, op, params, ctx, key, fault, timeout_s), timeout_s)
+                self._run(tool, op, params, ctx, key, fault, timeout_s, policy), timeout_s)
         except TimeoutError:
             return done(False, code="timeout", message=f"{tool.name} did not answer within {tool.timeout_ms} ms",
                         **extra)
@@ -191,7 +197,8 @@ class ToolExecutor:
         return done(True, result, replayed=replayed, **extra)
 
     async def _run(self, tool: Tool, op: Operation, params: dict[str, Any], ctx: ToolContext,
-                   key: str | None, fault: str | None, timeout_s: float) -> tuple[Any, bool]:
+                   key: str | None, fault: str | None, timeout_s: float,
+                   policy: SideEffectPolicy | None = None) -> tuple[Any, bool]:
         if fault == "timeout":
             await asyncio.sleep(timeout_s + TIMEOUT_FAULT_MARGIN_S)
         if fault == "permission_denied":
@@ -200,6 +207,10 @@ class ToolExecutor:
             return normalise_result(op.name, MALFORMED_RESULT), False
 
         async def call(conn: Any) -> Any:
+            if policy is not None and key is not None:  # enforced in the side effect's own transaction
+                await self.store.gate_side_effect(conn, policy, scope=ctx.scope, key=key, room_id=ctx.room_id,
+                                                  user_id=ctx.user_id, tool=tool.name, operation=op.name,
+                                                  params=params)
             raw = await self.store.invoke(op.name, params, scope=ctx.scope, conn=conn, idempotency_key=key)
             return normalise_result(op.name, raw)
 

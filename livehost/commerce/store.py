@@ -30,6 +30,7 @@ import asyncpg
 from livehost.commerce.errors import InvalidArgument, LimitReached, NotFound, PermissionDenied
 from livehost.commerce.operations import OPERATIONS
 from livehost.config import REPO_ROOT
+from livehost.hooks.gate import SideEffectPolicy, budget_reason, static_reason
 
 LIVE_SCOPE = "live"
 DEMO_CATALOG_PATH = REPO_ROOT / "infra" / "seed" / "demo_catalog.json"
@@ -147,6 +148,31 @@ class CommerceStore:
                 "UPDATE tool_idempotency SET result = $3::jsonb WHERE scope = $1 AND idempotency_key = $2",
                 scope, key, json.dumps(result))
             return result, False
+
+    # ------------------------------------------------------------------ side-effect gate
+
+    async def gate_side_effect(self, conn: asyncpg.Connection, policy: SideEffectPolicy, *, scope: str, key: str,
+                               room_id: str, user_id: str | None, tool: str, operation: str,
+                               params: dict[str, Any]) -> None:
+        """Hold one side effect to the room's policy (livehost/hooks/gate.py) inside its own transaction:
+        the static rules against the room's stored campaign, then the budgets against the ledger (the
+        room's rows serialised by an advisory lock), then record it. Raises PermissionDenied."""
+        campaign = _json(await conn.fetchval("SELECT campaign FROM rooms WHERE scope = $1 AND room_id = $2",
+                                             scope, room_id))
+        reason = static_reason(policy, tool, operation, params, campaign)
+        if reason is None and policy.has_budgets:
+            await conn.execute("SELECT pg_advisory_xact_lock(hashtext($1))", f"side-effects:{scope}:{room_id}")
+            counts = await conn.fetchrow(
+                "SELECT count(*) FILTER (WHERE user_id IS NOT DISTINCT FROM $3) AS viewer, count(*) AS room, "
+                "count(*) FILTER (WHERE at > now() - interval '1 minute') AS last_minute "
+                "FROM side_effect_ledger WHERE scope = $1 AND room_id = $2", scope, room_id, user_id)
+            reason = budget_reason(policy, viewer=counts["viewer"], room=counts["room"],
+                                   last_minute=counts["last_minute"])
+        if reason is not None:
+            raise PermissionDenied(f"side-effect gate {policy.hook_id}: {reason}")
+        await conn.execute(
+            "INSERT INTO side_effect_ledger (scope, idempotency_key, room_id, user_id, tool, operation) "
+            "VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING", scope, key, room_id, user_id, tool, operation)
 
     # ------------------------------------------------------------------ operations
 

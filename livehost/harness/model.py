@@ -16,7 +16,7 @@ SkillKind = Literal["reply", "strategy"]
 HookStage = Literal["input", "tool_call", "before_reply", "reply"]
 HookKind = Literal[
     "input_validation", "tool_arguments", "skill_load_requirement", "reply_format", "factual_risk",
-    "retry_control",
+    "retry_control", "side_effect_gate",
 ]
 FailAction = Literal["reject", "correct", "drop"]
 PromptSource = Literal[

@@ -35,6 +35,7 @@ KIND_STAGES: dict[str, tuple[str, ...]] = {
     "reply_format": ("before_reply", "reply"),
     "factual_risk": ("before_reply", "reply"),
     "retry_control": HOOK_STAGES,
+    "side_effect_gate": ("tool_call",),
 }
 
 # Parameters each hook kind understands (what livehost/hooks reads): name -> (type, minimum for
@@ -54,6 +55,10 @@ HOOK_PARAMS: dict[str, dict[str, tuple[str, float | None]]] = {
     },
     "factual_risk": {"check_numbers": (_BOOL, None), "check_claims": (_BOOL, None)},
     "retry_control": {"max_corrections": (_INT, 0), "max_identical_calls": (_INT, 1)},
+    "side_effect_gate": {
+        "allowed_tools": (_STRS, None), "coupon_allowlist": (_STRS, None), "require_campaign_cap": (_BOOL, None),
+        "max_per_viewer": (_INT, 0), "max_per_room": (_INT, 0), "max_per_minute": (_INT, 0), "rooms": ("dict", None),
+    },
 }
 # Regular-expression parameters (must compile).
 REGEX_PARAMS = frozenset({"injection_patterns"})
@@ -309,7 +314,7 @@ class _Checker:
         spec = HOOK_PARAMS.get(kind) if isinstance(kind, str) else None
         for key, value in params.items():
             at = f"{where}.params.{key}"
-            if key == "tools":
+            if key in ("tools", "allowed_tools"):
                 for name in _list(value):
                     if name not in self.tool_names:
                         self.err("hooks.yaml", at, f"unknown tool {name!r}")
@@ -325,6 +330,8 @@ class _Checker:
             typ, minimum = spec[key]
             if typ == _INT and not _is_int(value) or typ == _NUM and not _is_num(value):
                 self.err("hooks.yaml", at, f"must be a {'whole ' if typ == _INT else ''}number, got {value!r}")
+            elif typ == "dict" and not isinstance(value, dict):
+                self.err("hooks.yaml", at, "must be a mapping")
             elif typ == _BOOL and not isinstance(value, bool):
                 self.err("hooks.yaml", at, f"must be true or false, got {value!r}")
             elif typ == _STRS and not (isinstance(value, list) and all(isinstance(v, str) and v for v in value)):

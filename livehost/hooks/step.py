@@ -14,7 +14,9 @@ from typing import Any
 import jsonschema
 
 from livehost.agent import state as st
+from livehost.commerce.operations import OPERATIONS
 from livehost.harness.model import Harness, Hook
+from livehost.hooks.gate import policy_for, static_reason
 from livehost.hooks.verdict import Verdict, VerdictKind
 
 CONTROL_TOKEN = re.compile(r"<[^<>\s]{1,24}>|\[[a-z]+_[a-z0-9]+\]")
@@ -145,12 +147,30 @@ def _factual_risk(hook: Hook, harness: Harness, state: dict[str, Any], action: d
     return None
 
 
+def _side_effect_gate(hook: Hook, harness: Harness, state: dict[str, Any], action: dict[str, Any]) -> str | None:
+    """What the request alone shows against the room's side-effect policy (livehost/hooks/gate.py);
+    the tools service enforces the whole policy, budgets included, where the side effect happens."""
+    if action["kind"] != "call_tool":
+        return None
+    tool = harness.tool(action.get("tool") or "")
+    op = OPERATIONS.get(tool.binding.operation) if tool is not None else None
+    if tool is None or op is None or not (tool.side_effect or op.side_effect):
+        return None
+    policy = policy_for(harness, state["room_id"])
+    if policy is None or policy.hook_id != hook.id:
+        return None
+    args = action.get("arguments") or {}
+    params = {name: args.get(tool.binding.arguments.get(name, name)) for name in op.params}
+    return static_reason(policy, tool.name, op.name, params, st.room(state).get("campaign"))
+
+
 CHECKS: dict[str, Callable[[Hook, Harness, dict[str, Any], dict[str, Any]], str | None]] = {
     "tool_arguments": _tool_arguments,
     "retry_control": _retry_control,
     "skill_load_requirement": _skill_load_requirement,
     "reply_format": _reply_format,
     "factual_risk": _factual_risk,
+    "side_effect_gate": _side_effect_gate,
 }
 
 # Which hook stages look at which action kinds. Retry control watches every action.

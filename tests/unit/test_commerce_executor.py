@@ -57,6 +57,7 @@ class FakeBackend:
         self.results = {**GOOD, **(results or {})}
         self.calls: list[tuple[str, dict[str, Any], str | None]] = []
         self.ledger: dict[tuple[str, str], Any] = {}
+        self.gated: list[dict[str, Any]] = []
         self.delay = delay
         self.error = error
         self._lock = asyncio.Lock()
@@ -78,6 +79,10 @@ class FakeBackend:
             result = await action(None)
             self.ledger[(scope, key)] = result
             return result, False
+
+    async def gate_side_effect(self, conn: Any, policy: Any, **call: Any) -> None:
+        """The real store enforces the side-effect gate against its ledger; the fake records the call."""
+        self.gated.append(call)
 
 
 def test_every_operation_has_a_method_and_a_result_schema() -> None:
