@@ -29,6 +29,25 @@ def trajectory_from_reply(reply: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def passed_output_hooks(t: dict[str, Any]) -> bool:
+    """True for a reply the host itself produced whose final action passed the harness's output hooks:
+    the steps right before the terminal reply step are hook verdicts, at least one, all ``pass``. A
+    fallback, a ReAct-baseline reply (no hooks) or anything else is not remembered."""
+    if t["outcome"] != "reply" or not t["reply_text"]:
+        return False
+    steps = t["steps"]
+    ends = [i for i, s in enumerate(steps) if s.get("kind") == "reply"]
+    if not ends:
+        return False
+    verdicts = []
+    for s in reversed(steps[:ends[-1]]):
+        if s.get("kind") != "hook_verdict":
+            break
+        data = s.get("data") if isinstance(s.get("data"), dict) else json.loads(s.get("data_json") or "{}")
+        verdicts.append(data.get("verdict"))
+    return bool(verdicts) and all(v == "pass" for v in verdicts)
+
+
 class TrajectoryStore:
     def __init__(self, pool: asyncpg.Pool):
         self._pool = pool
@@ -44,7 +63,9 @@ class TrajectoryStore:
                 t["request_id"], t["room_id"], t["harness_version"], t["policy"], t["outcome"], t["reply_text"],
                 t["reason"], t["merged_text"], json.dumps(t["comments"]), json.dumps(t["steps"]),
                 t["created_ms"], t["completed_ms"])
-            if t["outcome"] in ("reply", "fallback") and t["reply_text"]:
+            # Room memory comes back into later prompts: only the host's own replies that passed the
+            # output hooks are kept, never viewer text or an unchecked reply.
+            if passed_output_hooks(t):
                 await conn.execute(
                     "INSERT INTO room_memory (request_id, room_id, text, ts_ms) VALUES ($1,$2,$3,$4)"
                     " ON CONFLICT (request_id) DO NOTHING",
