@@ -92,9 +92,13 @@ async def test_filters(dsn: str, tmp_path: Path) -> None:
 
 
 async def test_rewards_from_the_judge_table(dsn: str, tmp_path: Path) -> None:
+    from livehost.training.rewards import JUDGE
+
     out = tmp_path / "rl.jsonl"
-    await export(dsn, "rl", out, ExportFilter(room="room-b"))
-    assert all(x["reward"] is None for x in read(out))
+    stats = await export(dsn, "rl", out, ExportFilter(room="room-b"))
+    # nothing scored yet: every request is scored during the export, with the trajectory judge
+    assert stats.rewards_on_the_fly == 20 and stats.rewards_stored == 0
+    assert all(x["reward"] is not None and x["reward"]["judge"] == JUDGE for x in read(out))
     conn = await asyncpg.connect(dsn)
     try:
         first = await conn.fetchval("SELECT request_id FROM trajectories WHERE room_id = 'room-b'"
@@ -106,7 +110,7 @@ async def test_rewards_from_the_judge_table(dsn: str, tmp_path: Path) -> None:
         await conn.execute("DELETE FROM trajectory_rewards")
         await conn.close()
     lines = read(out)
-    judged = [x for x in lines if x["reward"] is not None]
+    judged = [x for x in lines if x["reward"]["judge"] == "judge-v1"]
     assert [x["request_id"] for x in judged] == [first]
     assert judged[0]["reward"] == {"accuracy": 1, "effectiveness": 0.5, "tool_rationality": 0.75,
                                    "skill_selection": 1, "judge": "judge-v1"}
@@ -133,3 +137,18 @@ def test_cli_and_a_malformed_line_aborts(dsn: str, tmp_path: Path, monkeypatch: 
     res = CliRunner().invoke(trajectories_app, [*args[:4], str(bad), *args[5:]])
     assert res.exit_code == 3 and "does not match" in res.output
     assert not bad.exists() and not bad.with_name("bad.jsonl.partial").exists()
+
+
+def test_an_unknown_harness_version_is_an_error(dsn: str, tmp_path: Path) -> None:
+    out = tmp_path / "none.jsonl"
+    res = CliRunner().invoke(trajectories_app, ["export", "--format", "raw", "--out", str(out), "--dsn", dsn,
+                                                "--harness-version", "0000000000000000", "--quiet"])
+    assert res.exit_code == 2, res.output
+    assert "no trajectory was recorded on harness version '0000000000000000'" in res.output
+    assert HARNESS.version() in res.output and VARIANT.version() in res.output  # what there is instead
+    assert not out.exists()
+    # a unique prefix names a recorded version
+    res = CliRunner().invoke(trajectories_app, ["export", "--format", "raw", "--out", str(out), "--dsn", dsn,
+                                                "--harness-version", VARIANT.version()[:8], "--quiet"])
+    assert res.exit_code == 0, res.output
+    assert {x["harness_version"] for x in read(out)} == {VARIANT.version()} and len(read(out)) == 20
