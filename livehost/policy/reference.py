@@ -441,6 +441,7 @@ class _Decider:
         self.links = self._links()
         self.named = self._named_words()
         self._target: tuple[int | None, bool] | None = None
+        self.clarify: list[tuple[int, str]] = []  # products that match the comment equally well
         self.intents = self._intents()
         self.asked_attrs = self._asked_attributes()
 
@@ -508,22 +509,35 @@ class _Decider:
             done = any(c.ok for c in calls)
             named = {stem(w) for w in self.named}
             best: tuple[int, int] | None = None
+            hits: dict[int, tuple[float, str]] = {}
             for d in _iter_dicts([c.result for c in calls if c.ok]):
                 link = next((d[k] for k in d if _key_has(k, "link") and _is_num(d[k])), None)
                 title = next((d[k] for k in d if k.lower() in ("title", "name", "product_name")
                               and isinstance(d[k], str)), None)
                 if link is None or title is None:
                     continue
-                overlap = len(stems(title) & named)
-                if overlap and (best is None or overlap > best[0]):
-                    best = (overlap, int(link))
+                # the title names it, or (less) its attribute values do ("the red one")
+                attrs = next((d[k] for k in d if _key_has(k, "attribute") and isinstance(d[k], dict)), {})
+                values = " ".join(" ".join(map(str, v)) if isinstance(v, list) else str(v) for v in attrs.values())
+                overlap = len(stems(title) & named) + 0.5 * len(stems(values) & named - stems(title))
+                # the search tool returned it, so it matched on something it knows (attribute values…)
+                overlap = overlap or 0.25
+                if overlap:
+                    hits[int(link)] = (overlap, title)
+            if hits:
+                top = max(o for o, _ in hits.values())
+                tied = sorted(link for link, (o, _) in hits.items() if o == top)
+                if len(tied) > 1:
+                    self.clarify = [(link, hits[link][1]) for link in tied[:3]]
+                else:
+                    best = (int(top), tied[0])
             found = best[1] if best else None
         self._target = (found, done)
         return self._target
 
     def search_unmatched(self) -> bool:
         found, done = self.named_target()
-        return done and found is None
+        return done and found is None and not self.clarify
 
     @property
     def link(self) -> int | None:
@@ -1030,6 +1044,12 @@ class _Decider:
         cur = _currency(facts.get("currency")) if facts else ""
         sold_out = False
 
+        if self.named_target() and self.clarify and "refusal" not in intents:
+            options = [f"link {link}, the {title}" for link, title in self.clarify]
+            listed = ", ".join(options[:-1]) + " or " + options[-1]
+            out.append((f"Which one do you mean: {listed}?", True, 0))
+            return out
+
         if self.search_unmatched() and "refusal" not in intents:
             out.append(("Sorry, I couldn't find that product in this room.", False, 0))
             cur_link = self.room.get("current_link")
@@ -1214,12 +1234,26 @@ class _Decider:
 
     def _price_sentence(self, facts: dict[str, Any] | None, link: int | None) -> tuple[str, bool, int]:
         if not facts or not _is_num(facts.get("price")):
+            wanted = link if link is not None else self.link
+            if wanted is not None and self.link_missing(wanted):
+                prod = self.product or {}
+                cur = self.room.get("current_link")
+                hint = f" Did you mean link {cur}, the {prod['title']}?" if prod.get("title") and cur else ""
+                return (f"We don't have that link in this room.{hint}", True, 0)
             return ("Let me double-check the price for you.", False, 0)
         title = facts.get("title")
         where = facts.get("link") or link
         name = f"The {title}" if title else "It"
         on = f" on link {where}" if where is not None else ""
         return (f"{name}{on} is {_fmt_num(facts['price'])}{_currency(facts.get('currency'))}.", True, 0)
+
+    def link_missing(self, link: int) -> bool:
+        """A product lookup for this link answered "not found" (not a timeout or another failure)."""
+        for c in self.calls_for("product"):
+            values = list(c.arguments.values())
+            if c.ok is False and link in values and "not_found" in (c.error_code or "").lower().replace(" ", "_"):
+                return True
+        return False
 
     def _attribute_sentences(self, facts: dict[str, Any], subject: str, summary: bool) -> list[tuple[str, bool, int]]:
         attrs: dict[str, Any] = facts.get("attributes") or {}

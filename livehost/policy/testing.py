@@ -89,8 +89,13 @@ class Sandbox:
             from livehost.policy.reference import stems  # keyword match on word stems, like PostgreSQL FTS
 
             q = stems(str(args.get("query", "")))
-            hits = [product_view(i) for i in self.catalog.values()
-                    if q & stems(f"{i.get('title', '')} {i.get('sku', '')}")]
+            def searchable(i: dict[str, Any]) -> str:  # like the store's tsvector: title, SKU, attribute keys and values
+                attrs = i.get("attributes") or {}
+                values = " ".join(" ".join(map(str, v)) if isinstance(v, list) else str(v)
+                                  for v in attrs.values() if isinstance(v, str | list))
+                return f"{i.get('title', '')} {i.get('sku', '')} {' '.join(map(str, attrs))} {values}"
+
+            hits = [product_view(i) for i in self.catalog.values() if q & stems(searchable(i))]
             return True, {"products": hits}, None, None
         if operation == "inventory.get":
             if not item:
