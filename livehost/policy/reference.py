@@ -112,7 +112,7 @@ INTENT_PATTERNS: dict[str, list[str]] = {
     ],
     "purchase": [
         r"\bbuy(ing)?\b", r"\bpurchase\b", r"\border (it|one|this|that|now|two)\b", r"\bcart\b",
-        r"\bcheck ?out\b", r"\bhow (do|can) i (get|buy|order)\b", r"\bi('ll| will)? ?take (it|one|two)\b",
+        r"\bcheck ?out\b", r"\bhow (do|can) i (get|buy|order)\b", r"\bhow to (order|buy|get)\b", r"\bi('ll| will)? ?take (it|one|two)\b",
         r"\bwant (one|it|this|that)\b", r"\bwhere.*\blink\b", r"\bsold\b.*\bme\b", r"\bgrab (one|it)\b",
     ],
     "post_purchase": [
@@ -624,12 +624,12 @@ class _Decider:
 
     # ---- caps
     def max_discount(self) -> float | None:
-        caps: list[float] = []
+        """The room campaign's cap when it sets one, else the harness rule's (as the prompt states it)."""
         campaign = self.room.get("campaign") or {}
         for v in (campaign.get("max_discount_pct"), self.rules.get("max_discount_pct")):
             if isinstance(v, int | float) and not isinstance(v, bool) and v > 0:
-                caps.append(float(v))
-        return min(caps) if caps else None
+                return float(v)
+        return None
 
     def turns_left_after_this(self) -> int:
         limits = self.ctx.get("limits") or {}
@@ -742,7 +742,10 @@ class _Decider:
                 elif not self.context_faq_answer():
                     add("faq")
             elif intent == "purchase":
-                add("pin")
+                add("inventory")
+                units, s_out, _ = self.stock_facts()
+                if self.calls_for("inventory") and not s_out:
+                    add("pin")
         if "product" in out and not self.links and self.link is None:
             out[out.index("product")] = "search"
         # an attribute the product data does not have: look in the FAQ
@@ -1120,6 +1123,11 @@ class _Decider:
                     out.append(("Let me check the coupons for you.", False, 0))
                 else:
                     out.append(("There's no coupon on this one right now.", True, 1))
+                cap = self.max_discount()
+                asked = [float(m) for m in re.findall(r"(\d{1,3})\s*(?:%|percent|pct)", normalize(self.text))]
+                if cap is not None and any(a > cap for a in asked):
+                    out.insert(len(out) - (1 if not usable else min(2, len(usable))),
+                               (f"The most this campaign allows is {_fmt_num(cap)}% off.", True, 0))
             elif intent == "faq":
                 found = self.retrieve(facts, kinds=("faq", "campaign", "attribute"))
                 ans = found[0].sentence if found else None
@@ -1146,7 +1154,12 @@ class _Decider:
                 elif not self._faq_answer(self.faq_entries()):
                     out.append(("Share your order number and I'll check it for you.", False, 0))
             elif intent == "purchase":
-                if self.pin_ok():
+                _, s_out, _ = self.stock_facts()
+                if s_out:
+                    if "stock" not in intents:
+                        sold_out = True
+                        out.append((f"Sorry, {the_item} is sold out right now, stay tuned for a restock!", True, 0))
+                elif self.pin_ok():
                     out.append(("I've pinned it on screen: tap the card to check out!", True, 0))
                 elif link is not None:
                     out.append((f"Tap link {link} to add it to your cart and check out!", True, 0))

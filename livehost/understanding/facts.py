@@ -66,7 +66,7 @@ def human_list(values: list[Any]) -> str:
 def _adjective(label: str) -> bool:
     """Labels said with "is" ("dishwasher safe", "waterproof", "packable", "oversized")."""
     last = label.split()[-1] if label else ""
-    return last.endswith(("proof", "safe", "free", "able", "ible", "ed", "ive", "ic", "al", "ant", "ent", "ous", "ing"))
+    return last.endswith(("proof", "safe", "free", "able", "ible", "ed", "ive", "ous", "ing"))
 
 
 def attribute_facts(subject: str, attributes: dict[str, Any]) -> list[Fact]:
@@ -100,7 +100,7 @@ def attribute_facts(subject: str, attributes: dict[str, Any]) -> list[Fact]:
         else:
             shown = fmt(value) + (f" {unit}" if unit and unit != "%" else unit)
             possessive = "Its" if subject == "It" else f"The {subject.removeprefix('The ')}'s"
-            if _adjective(label):
+            if _adjective(label) and isinstance(value, int | float):
                 sentence = f"{subject} is {label}, rated {shown}."
             else:
                 verb = "are" if label.endswith("s") and not label.endswith("ss") else "is"
