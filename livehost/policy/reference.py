@@ -442,6 +442,7 @@ class _Decider:
         self.named = self._named_words()
         self._target: tuple[int | None, bool] | None = None
         self.clarify: list[tuple[int, str]] = []  # products that match the comment equally well
+        self.fact_queries: list[str] = []  # comments of a merged request that ask about the product's facts
         self.intents = self._intents()
         self.asked_attrs = self._asked_attributes()
 
@@ -564,6 +565,17 @@ class _Decider:
             if pos is not None:
                 found.append((pos, intent))
         names = [i for _, i in sorted(found)]
+        # merged comments: a question that no other need explains asks about the product's facts
+        lines = [ln for ln in self.text.split("\n") if ln.strip()]
+        if len(lines) > 1:
+            for line in lines:
+                ll = normalize(line)
+                if _QUESTION_RE.search(ll) and not any(_find(INTENT_PATTERNS[i], ll) is not None for i in
+                                                        ("price", "stock", "coupon", "purchase", "post_purchase")):
+                    if _find(INTENT_PATTERNS["chit_chat"], ll) is None and len(words(ll)) > 2:
+                        self.fact_queries.append(line)
+            if self.fact_queries and "attribute" not in names:
+                names.append("attribute")
         if "post_purchase" not in names and (self.order_id() or _PAST_PURCHASE_RE.search(low)):
             names = [n for n in names if n in ("post_purchase", "faq")] + ["post_purchase"]
         # "how many ... left" is stock, not price; "how much" with stock words stays both
@@ -1195,7 +1207,7 @@ class _Decider:
         """The facts that answer the comment (at most two, close to the best), or [] when nothing is
         confident enough: then the host says it will check."""
         pool = [f for f in self.fact_pool(facts) if f.kind in kinds]
-        query = _LINK_RE.sub(" ", self.text)
+        query = _LINK_RE.sub(" ", " ".join(self.fact_queries) if self.fact_queries else self.text)
         ranked = rank(query, pool, stem, _STOP)
         if not ranked or ranked[0][0] < FACT_THRESHOLD:
             return []
