@@ -64,6 +64,26 @@ def demo(keep_stack: bool = typer.Option(False, help="Leave the embedded stack r
     raise typer.Exit(code)
 
 
+@app.command("purge")
+def purge(dry_run: bool = typer.Option(False, "--dry-run", help="Count what would be deleted; delete nothing."),
+          audio_only: bool = typer.Option(False, help="Only the audio folder (no database connection).")) -> None:
+    """Delete data past its retention (LIVEHOST_RETENTION_*_DAYS): WAVs, room memory, idempotency keys,
+    trajectories."""
+    import asyncio
+
+    from livehost.config import load_settings
+    from livehost.retention import purge as run_purge
+    from livehost.security.redact import redact
+
+    try:
+        report = asyncio.run(run_purge(load_settings(), dry_run=dry_run, database=not audio_only))
+    except (OSError, ConnectionError) as exc:
+        console.print(f"[red]purge failed:[/] {redact(str(exc))}")
+        raise typer.Exit(2) from None
+    for line in report.lines():
+        console.print(line)
+
+
 def _mount_optional() -> None:
     """Operator tool groups live next to their domain; mount each one that is installed."""
     from livehost.harness.cli import app as harness_app

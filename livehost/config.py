@@ -132,6 +132,16 @@ class Settings(BaseSettings):
     voice_engine: str = "piper"
     voice_audio_dir: Path | None = None
 
+    # Bounded state: per-room state is evicted after this much inactivity — the hooks processor's room
+    # table (current link, campaign, agent) and the voice service's rooms.
+    room_idle_evict_s: float = 6 * 3600.0
+    voice_room_idle_s: float = 600.0
+    # Retention (days; 0 = keep forever), enforced by `livehost purge` (a CronJob in the chart).
+    retention_audio_days: float = 7.0
+    retention_room_memory_days: float = 30.0
+    retention_idempotency_days: float = 30.0
+    retention_trajectories_days: float = 90.0
+
     # Start-up retry of external dependencies.
     connect_backoff_initial_s: float = 0.2
     connect_backoff_max_s: float = 5.0

@@ -10,6 +10,7 @@ import asyncpg
 
 from livehost.config import REPO_ROOT
 from livehost.retry import backoff_delays
+from livehost.security.redact import redact
 
 MIGRATIONS_DIR = REPO_ROOT / "infra" / "sql"
 log = logging.getLogger(__name__)
@@ -28,7 +29,7 @@ async def connect_pool(dsn: str, *, attempts: int | None = None, min_size: int =
             last = exc
             log.warning("PostgreSQL not reachable (%s); retrying in %.1fs", exc, delay)
             await asyncio.sleep(delay)
-    raise ConnectionError(f"PostgreSQL at {dsn} unreachable: {last}")
+    raise ConnectionError(redact(f"PostgreSQL at {dsn} unreachable: {last}"))
 
 
 async def migrate(pool: asyncpg.Pool, directory: Path = MIGRATIONS_DIR) -> list[str]:

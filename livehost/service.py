@@ -21,6 +21,7 @@ from livehost.config import Settings
 from livehost.db import connect_pool, migrate
 from livehost.grpcutil import AddFn, RunningServer, start_server
 from livehost.kafka import ConsumerLoop, Producer, ensure_topics, wait_for_broker
+from livehost.security.redact import install_log_redaction
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +30,7 @@ def setup_logging(level: str, service: str) -> None:
     logging.basicConfig(level=level.upper(),
                         format=f"%(asctime)s %(levelname)s {service} %(name)s: %(message)s")
     logging.getLogger("aiokafka").setLevel(logging.WARNING)
+    install_log_redaction()  # no password in any log line (DSNs, client settings)
 
 
 class Database:

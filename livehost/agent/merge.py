@@ -66,5 +66,9 @@ class Merger:
     def flush_room(self, room_id: str) -> Batch | None:
         return self._open.pop(room_id, None)
 
+    def has_room(self, room_id: str) -> bool:
+        """True while the room has an open merge window."""
+        return room_id in self._open
+
     def pending(self) -> int:
         return len(self._open)

@@ -126,6 +126,9 @@ class RoomSchedule:
     queue: list[Queued] = field(default_factory=list)
 
 
+EVICT_SWEEP_MS = 60_000
+
+
 class HooksHandler:
     def __init__(self, settings: Settings, harnesses: HarnessProvider, rooms: MutableMapping[str, Any],
                  queue_limit: int = QUEUE_LIMIT, abandon_grace_ms: int = ABANDON_GRACE_MS,
@@ -140,6 +143,10 @@ class HooksHandler:
         self.schedules: dict[str, RoomSchedule] = {}
         self._seq = itertools.count()
         self._abandoned: OrderedDict[str, None] = OrderedDict()
+        # Bounded state: room -> last event time; rooms idle for settings.room_idle_evict_s are
+        # dropped from the room table (swept at most once a minute).
+        self._last_seen: dict[str, int] = {}
+        self._last_sweep_ms = 0
 
     # ------------------------------------------------------------------ per-room scheduling
 
@@ -226,6 +233,7 @@ class HooksHandler:
 
     async def on_room_event(self, event: dict[str, Any], now_ms: int, token: Any = None) -> Handled:
         room_id = event["room_id"]
+        self._last_seen[room_id] = now_ms
         if event["type"] == "comment":
             comment = {"event_id": event["event_id"], "user_id": event.get("user_id") or "anonymous",
                        "text": event.get("text") or "", "ts_ms": event["ts_ms"]}
@@ -262,7 +270,25 @@ class HooksHandler:
         for batch in self.merger.due(now_ms):
             await self._close(batch, now_ms, done)
         self._expire(now_ms, done)
+        if now_ms - self._last_sweep_ms >= EVICT_SWEEP_MS:
+            self.evict_idle(now_ms)
         return done
+
+    def evict_idle(self, now_ms: int) -> list[str]:
+        """Drop the state of rooms without an event for ``room_idle_evict_s`` and with no request queued
+        or in flight (a room that comes back starts from its next product switch / campaign event)."""
+        self._last_sweep_ms = now_ms
+        idle_ms = int(self._settings.room_idle_evict_s * 1000)
+        gone = []
+        for room_id in list(self.rooms.keys()):
+            seen = self._last_seen.setdefault(room_id, now_ms)  # after a restart: idle from now on
+            if now_ms - seen > idle_ms and room_id not in self.schedules and not self.merger.has_room(room_id):
+                del self.rooms[room_id]
+                gone.append(room_id)
+        for room_id, seen in list(self._last_seen.items()):
+            if now_ms - seen > idle_ms and room_id not in self.rooms:
+                del self._last_seen[room_id]
+        return gone
 
     async def _arm(self, batch: Batch, room: dict[str, Any]) -> tuple[Any, str, dict[str, Any]]:
         """Harness and policy for a new request: the viewer's experiment arm when an experiment runs

@@ -95,6 +95,7 @@ class Speech:
 class Room:
     speeches: OrderedDict[str, Speech] = field(default_factory=OrderedDict)
     play_until_ms: float = 0.0
+    last_used_ms: float = 0.0
 
 
 class _Lru:
@@ -152,7 +153,8 @@ def record_engine_failures(stream: ReplyStream, seen: int, request_id: str) -> i
 
 class VoiceHandler:
     def __init__(self, engine: str | TTSEngine, audio_dir: Path, publish: Publish, executor: Executor | None = None,
-                 clock: Clock | None = None, preempt: bool = PREEMPT_ON_HIGHER_PRIORITY):
+                 clock: Clock | None = None, preempt: bool = PREEMPT_ON_HIGHER_PRIORITY,
+                 room_idle_s: float = 600.0):
         self._engine = engine
         self._audio_dir = audio_dir
         self._publish = publish
@@ -160,6 +162,8 @@ class VoiceHandler:
         self._clock: Clock = clock or (lambda: float(now_ms()))
         self._preempt = preempt
         self._rooms: dict[str, Room] = {}
+        self._room_idle_ms = room_idle_s * 1000.0  # a room with nothing live is forgotten after this
+        self._last_sweep_ms = 0.0
         self._finished = _Lru(REMEMBER_REQUESTS)  # spoken (or skipped) request ids
         self._cancelled = _Lru(REMEMBER_REQUESTS)  # request id -> reason
 
@@ -337,10 +341,31 @@ class VoiceHandler:
     # -- bookkeeping -------------------------------------------------------------------------------
 
     def _room(self, room_id: str) -> Room:
+        now = self._clock()
+        if now - self._last_sweep_ms > 1000.0:
+            self.evict_idle(now)
         room = self._rooms.get(room_id)
         if room is None:
             room = self._rooms[room_id] = Room()
+        room.last_used_ms = now
         return room
+
+    def evict_idle(self, now: float | None = None) -> list[str]:
+        """Forget rooms unused for ``room_idle_s`` that have nothing queued, synthesizing or playing."""
+        now = self._clock() if now is None else now
+        self._last_sweep_ms = now
+        gone = []
+        for room_id, room in list(self._rooms.items()):
+            if now - room.last_used_ms > self._room_idle_ms:
+                self._prune(room)
+                if not room.speeches:
+                    del self._rooms[room_id]
+                    gone.append(room_id)
+        return gone
+
+    @property
+    def room_count(self) -> int:
+        return len(self._rooms)
 
     def _prune(self, room: Room) -> None:
         now = self._clock()

@@ -73,6 +73,8 @@ class Fanout:
                 yield await q.get()
         finally:
             self._subs[room_id].discard(q)
+            if not self._subs[room_id]:
+                del self._subs[room_id]  # no empty entry per room ever asked for
 
 
 class VoiceServicer(voice_pb2_grpc.VoiceServiceServicer):
@@ -146,7 +148,8 @@ def build(settings: Settings | None = None) -> ServiceRuntime:
         fanout.publish(seg)
 
     audio_dir = settings.voice_audio_dir or state_dir() / "audio"
-    handler = VoiceHandler(settings.voice_engine, audio_dir, publish, executor)
+    handler = VoiceHandler(settings.voice_engine, audio_dir, publish, executor,
+                           room_idle_s=settings.voice_room_idle_s)
 
     async def warm() -> None:
         ready = await asyncio.get_running_loop().run_in_executor(executor, warm_up_engines, settings.voice_engine)
