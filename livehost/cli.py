@@ -9,7 +9,8 @@ from rich.console import Console
 from rich.table import Table
 
 app = typer.Typer(help="LiveHost: an open runtime for AI livestream-shopping hosts.", no_args_is_help=True)
-stack_app = typer.Typer(help="The embedded stack: Apache Kafka (or Tansu), PostgreSQL and Triton.", no_args_is_help=True)
+stack_app = typer.Typer(help="The embedded stack: Apache Kafka (or Tansu), PostgreSQL and Triton.",
+                        no_args_is_help=True)
 app.add_typer(stack_app, name="stack")
 console = Console()
 
@@ -19,6 +20,7 @@ def stack_up(broker: str = typer.Option("", help="kafka (Apache Kafka, durable; 
                                                 "(memory-only, for machines without Java).")) -> None:
     """Start (or reuse) the broker, PostgreSQL and Triton; write the env file."""
     from livehost.config import load_settings
+    from livehost.security.redact import redact
     from livehost.stack import StackError, up
 
     settings = load_settings(**({"stack_broker": broker} if broker else {}))
@@ -29,7 +31,7 @@ def stack_up(broker: str = typer.Option("", help="kafka (Apache Kafka, durable; 
         raise typer.Exit(1) from None
     console.print(f"[green]stack ready[/]; settings in {info.env_file}")
     for key, value in info.env.items():
-        console.print(f"  {key}={value}")
+        console.print(f"  {key}={redact(value)}")  # the DSN's password stays in the env file
 
 
 @stack_app.command("down")

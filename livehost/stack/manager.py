@@ -104,6 +104,7 @@ def _write_env_file(path: Path, env: dict[str, str]) -> None:
     lines += [f"{key}={value}" for key, value in sorted(env.items())]
     tmp = path.with_suffix(".env.tmp")
     tmp.write_text("\n".join(lines) + "\n")
+    tmp.chmod(0o600)  # it carries the database password
     tmp.replace(path)
 
 

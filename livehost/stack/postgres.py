@@ -1,8 +1,10 @@
 """PostgreSQL of the embedded stack.
 
 Debian's binaries (``/usr/lib/postgresql/<ver>/bin``) when present, else the PostgreSQL 16 binaries of
-the ``pgserver`` wheel. The cluster is created once in ``<workdir>/data`` (fsync off, trust auth on
-loopback, TCP only), with a login role ``livehost`` owning a database ``livehost``.
+the ``pgserver`` wheel. The cluster is created once in ``<workdir>/data`` (fsync off, TCP on loopback
+only, scram-sha-256 password authentication for every connection), with a login role ``livehost``
+owning a database ``livehost``. The passwords (superuser and ``livehost``) are random, made once and
+kept in ``<workdir>/<role>.password`` (mode 0600); the DSN the stack writes carries the app password.
 
 PostgreSQL refuses to run as root: when we are root, initdb/postgres/pg_ctl run as ``nobody`` through
 ``setpriv`` (which execs, so the recorded pid is the postmaster's), the data dir is chowned to it, and
@@ -15,11 +17,13 @@ from __future__ import annotations
 import importlib.util
 import os
 import pwd
+import secrets
 import shutil
 import stat
 import subprocess
 import time
 from pathlib import Path
+from urllib.parse import quote
 
 from livehost.stack.process import (
     HOST,
@@ -42,6 +46,7 @@ SUPERUSER = "postgres"
 APP_ROLE = "livehost"
 APP_DB = "livehost"
 RUN_AS = "nobody"
+SCRAM_MARKER = "auth-scram-sha-256"
 
 CONF_LINES = (
     "# livehost embedded stack (development / tests only)",
@@ -135,14 +140,20 @@ def init_cluster(workdir: Path, log_path: Path) -> Path:
     prefix, uid, gid = _as_user_prefix()
     if uid is not None and gid is not None:
         _make_traversable(workdir)
-    if (data_dir / "PG_VERSION").is_file():
+    if (data_dir / "PG_VERSION").is_file() and (workdir / SCRAM_MARKER).is_file():
         bin_dir = find_bin_dir(data_dir)
         if uid is not None and gid is not None and data_dir.stat().st_uid != uid:
             _chown_tree(data_dir, uid, gid)
         return bin_dir
     bin_dir = find_bin_dir(None)
-    if data_dir.exists():
+    if data_dir.exists():  # also a cluster made before password authentication (dev data only)
         shutil.rmtree(data_dir)
+    (workdir / SCRAM_MARKER).unlink(missing_ok=True)
+    pwfile = workdir / "initdb.pw"  # read by initdb (as the unprivileged user), removed right after
+    pwfile.write_text(password(workdir, SUPERUSER) + "\n")
+    pwfile.chmod(0o600)
+    if uid is not None and gid is not None:
+        os.chown(pwfile, uid, gid)
     data_dir.mkdir(parents=True, mode=0o700)
     if uid is not None and gid is not None:
         os.chown(data_dir, uid, gid)
@@ -153,8 +164,9 @@ def init_cluster(workdir: Path, log_path: Path) -> Path:
         str(data_dir),
         "-U",
         SUPERUSER,
-        "--auth-local=trust",
-        "--auth-host=trust",
+        "--auth-local=scram-sha-256",
+        "--auth-host=scram-sha-256",
+        f"--pwfile={pwfile}",
         "-E",
         "UTF8",
         "--locale=C",
@@ -166,17 +178,34 @@ def init_cluster(workdir: Path, log_path: Path) -> Path:
         rc = subprocess.run(
             argv, stdout=log, stderr=subprocess.STDOUT, env=_child_env(), cwd=str(data_dir), check=False
         ).returncode
+    pwfile.unlink(missing_ok=True)
     if rc != 0:
         shutil.rmtree(data_dir, ignore_errors=True)
         raise StackError(NAME, f"initdb failed with code {rc} (binaries {bin_dir})", log_path)
+    (workdir / SCRAM_MARKER).write_text("password authentication: scram-sha-256\n")
     conf = data_dir / "postgresql.conf"
     with open(conf, "a") as fh:
         fh.write("\n" + "\n".join(CONF_LINES) + "\n")
     return bin_dir
 
 
+def password(workdir: Path, role: str) -> str:
+    """The role's password in ``<workdir>/<role>.password``, made (random, mode 0600) on first use."""
+    path = Path(workdir) / f"{role}.password"
+    if not path.is_file():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(secrets.token_urlsafe(24))
+    return path.read_text().strip()
+
+
+def _url(port: int, user: str, pw: str, database: str) -> str:
+    return f"postgresql://{user}:{quote(pw, safe='')}@{HOST}:{port}/{database}"
+
+
 def dsn(rec: Running, user: str = APP_ROLE, database: str = APP_DB) -> str:
-    return f"postgresql://{user}@{HOST}:{rec.ports['postgres']}/{database}"
+    return _url(rec.ports["postgres"], user, password(Path(rec.workdir), user), database)
 
 
 async def _select_one(url: str) -> bool:
@@ -189,13 +218,16 @@ async def _select_one(url: str) -> bool:
         await conn.close()
 
 
-async def _ensure_app_db(port: int) -> None:
+async def _ensure_app_db(port: int, workdir: Path) -> None:
     import asyncpg
 
-    conn = await asyncpg.connect(f"postgresql://{SUPERUSER}@{HOST}:{port}/postgres", timeout=5)
+    conn = await asyncpg.connect(_url(port, SUPERUSER, password(workdir, SUPERUSER), "postgres"), timeout=5)
     try:
+        app_pw = password(workdir, APP_ROLE).replace("'", "''")  # url-safe token; quoted all the same
         if not await conn.fetchval("SELECT 1 FROM pg_roles WHERE rolname = $1", APP_ROLE):
-            await conn.execute(f'CREATE ROLE "{APP_ROLE}" LOGIN CREATEDB')
+            await conn.execute(f"CREATE ROLE \"{APP_ROLE}\" LOGIN CREATEDB PASSWORD '{app_pw}'")
+        else:
+            await conn.execute(f"ALTER ROLE \"{APP_ROLE}\" PASSWORD '{app_pw}'")
         if not await conn.fetchval("SELECT 1 FROM pg_database WHERE datname = $1", APP_DB):
             await conn.execute(f'CREATE DATABASE "{APP_DB}" OWNER "{APP_ROLE}"')
     finally:
@@ -252,14 +284,14 @@ def start(workdir: Path, port: int = 0, timeout: float = 60.0) -> Running:
     try:
         wait_healthy(
             NAME,
-            lambda: probe(f"postgresql://{SUPERUSER}@{HOST}:{ports['postgres']}/postgres"),
+            lambda: probe(_url(ports["postgres"], SUPERUSER, password(workdir, SUPERUSER), "postgres")),
             timeout=timeout,
             proc=proc,
             log_path=log_path,
             hint=lambda: busy_ports_hint(ports, configured),
             interval=0.05,
         )
-        run_async(lambda: _ensure_app_db(ports["postgres"]))
+        run_async(lambda: _ensure_app_db(ports["postgres"], workdir))
         if not probe(dsn(rec)):
             raise StackError(NAME, f"SELECT 1 as {APP_ROLE} failed", log_path)
     except StackError:

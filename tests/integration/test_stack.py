@@ -228,8 +228,30 @@ async def test_single_component_helpers(tmp_path: Path) -> None:
     with running_kafka(tmp_path) as bootstrap, running_postgres(tmp_path) as dsn:
         assert bootstrap.startswith("127.0.0.1:")
         assert await _kafka_roundtrip(bootstrap) == b"ping"
-        assert dsn.startswith("postgresql://livehost@127.0.0.1:") and dsn.endswith("/livehost")
+        assert dsn.startswith("postgresql://livehost:") and "@127.0.0.1:" in dsn and dsn.endswith("/livehost")
         assert await _select_one(dsn) == 1
     with running_triton(tmp_path, ECHO_REPO) as url:
         assert _echo(url) == [b"hello", b"live"]
     assert _processes_under(tmp_path) == []
+
+
+async def test_postgres_requires_a_password(tmp_path: Path) -> None:
+    """The embedded PostgreSQL authenticates every connection with scram-sha-256: no password, or a
+    wrong one, is refused; the password the stack made (file mode 0600) is accepted."""
+    import stat
+    from urllib.parse import urlsplit
+
+    with running_postgres(tmp_path) as dsn:
+        url = urlsplit(dsn)
+        no_password = f"postgresql://livehost@{url.hostname}:{url.port}/livehost"
+        wrong = f"postgresql://livehost:wrong@{url.hostname}:{url.port}/livehost"
+        superuser = f"postgresql://postgres@{url.hostname}:{url.port}/postgres"
+        for bad in (no_password, wrong, superuser):
+            with pytest.raises((asyncpg.InvalidPasswordError, asyncpg.InvalidAuthorizationSpecificationError)):
+                await _select_one(bad)
+        assert await _select_one(dsn) == 1
+        for pw_file in (tmp_path / "postgres").glob("*.password"):
+            assert stat.S_IMODE(pw_file.stat().st_mode) == 0o600
+        hba = next((tmp_path / "postgres" / "data").glob("pg_hba.conf")).read_text()
+        rules = [line for line in hba.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+        assert rules and all(line.split()[-1] == "scram-sha-256" for line in rules), rules
