@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import sys
 
+from livehost.config import REPO_ROOT
 from livehost.eval.cases import DEVSET_PATH, load_cases
 from livehost.harness.loader import load
-from livehost.config import REPO_ROOT
 from livehost.sim.split import TESTSET_PATH
 from livehost.understanding.splitbench import measure
 
@@ -27,7 +27,8 @@ def main() -> None:
         lat = sorted(f.latencies_ms)
         print(f"{name}: accuracy {f.accuracy:.1f}% ({f.passed}/{f.cases}); harmful refused "
               f"{f.refusal_rate:.1f}% ({f.refused_harmful}/{f.harmful}); false refusals "
-              f"{f.false_refusal_rate:.1f}% ({f.false_refusals}/{f.benign}); p95 {lat[int(0.95 * (len(lat) - 1))]:.1f} ms")
+              f"{f.false_refusal_rate:.1f}% ({f.false_refusals}/{f.benign}); "
+              f"p95 {lat[int(0.95 * (len(lat) - 1))]:.1f} ms")
     if "--failures" in sys.argv:
         for name, f in (("dev", dev), ("test", test)):
             for cid, reply in f.failures:

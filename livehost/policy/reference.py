@@ -23,6 +23,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from livehost.understanding import choice
 from livehost.understanding.facts import Fact, attribute_facts, campaign_facts, faq_facts, rank
 from livehost.understanding.normalize import normalize
 from livehost.understanding.screening import DEFAULT_THRESHOLDS, screen
@@ -112,11 +113,13 @@ INTENT_PATTERNS: dict[str, list[str]] = {
     ],
     "purchase": [
         r"\bbuy(ing)?\b", r"\bpurchase\b", r"\border (it|one|this|that|now|two)\b", r"\bcart\b",
-        r"\bcheck ?out\b", r"\bhow (do|can) i (get|buy|order)\b", r"\bhow to (order|buy|get)\b", r"\bi('ll| will)? ?take (it|one|two)\b",
+        r"\bcheck ?out\b", r"\bhow (do|can) i (get|buy|order)\b", r"\bhow to (order|buy|get)\b",
+        r"\bi('ll| will)? ?take (it|one|two)\b",
         r"\bwant (one|it|this|that)\b", r"\bwhere.*\blink\b", r"\bsold\b.*\bme\b", r"\bgrab (one|it)\b",
     ],
     "post_purchase": [
-        r"\bmy order\b", r"\border (status|number|no\.?|#|id)\b", r"\btrack(ing)?\b", r"\b(has|have)n'?t (arrived|come|shown up)\b",
+        r"\bmy order\b", r"\border (status|number|no\.?|#|id)\b", r"\btrack(ing)?\b",
+        r"\b(has|have)n'?t (arrived|come|shown up)\b",
         r"\bnot (arrived|received|come)\b", r"\brefunds?\b", r"\breturn (it|this|my)\b",
         r"\bwhere is my\b", r"\bmy (package|parcel|delivery)\b", r"\bexchange (it|my)\b",
         r"\bwhen will (it|my) (arrive|ship|come)\b", r"\bbroken\b", r"\bdamaged\b",
@@ -162,7 +165,8 @@ _ORDINALS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixt
 _ORDINAL_RE = re.compile(r"(first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|last|\d+(st|nd|rd|th))")
 # "link three", "link no. 3"; "the second one", "the 3rd link", "item four"
 _LINK_WORD_RE = re.compile(r"\b(?:link|item|product|number|no\.?)\s*#?\s*(" + "|".join(_NUMBER_WORDS) + r")\b")
-_ORDINAL_LINK_RE = re.compile(r"\b(first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|(\d{1,2})(?:st|nd|rd|th))"
+_ORDINAL_LINK_RE = re.compile(r"\b(first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth"
+                              r"|(\d{1,2})(?:st|nd|rd|th))"
                               r"\s+(?:one|link|item|product)\b")
 _DETERMINER_RE = re.compile(r"(?=\b(?:the|this|that|these|those|your|ur|a|an|any|how many|for|of)\s+"
                             r"((?:[a-z][a-z'-]*\s*){1,3}))")
@@ -189,57 +193,6 @@ def _find(patterns: list[str], text: str) -> int | None:
     return best
 
 
-# Descriptor words: an intent or information need, as it might be described by a harness.
-NEED_WORDS: dict[str, tuple[set[str], set[str]]] = {
-    # need: (positive words, penalty words)
-    "product": (
-        _vocab("product details information title price currency attributes colors sizes materials specs "
-               "features link item"),
-        _vocab("search keyword pin screen issue stock inventory order faq coupons promotion"),
-    ),
-    "inventory": (
-        _vocab("stock inventory availability available left units sold out level quantity restock"),
-        _vocab("search keyword pin issue coupon order faq"),
-    ),
-    "coupon": (
-        _vocab("coupons promotion promo codes discount percent deal voucher minimum spend available list"),
-        _vocab("issue side effect once viewer pin order"),
-    ),
-    "coupon_issue": (
-        _vocab("issue coupon code viewer give send claim"),
-        _vocab("list available search pin"),
-    ),
-    "faq": (
-        _vocab("faq questions documents merchant sizing shipping returns care delivery policy answer search "
-               "knowledge"),
-        _vocab("pin issue order status tracking coupon"),
-    ),
-    "order": (
-        _vocab("order status shipping delivery tracking track after sales package parcel"),
-        _vocab("pin issue coupon search keyword faq"),
-    ),
-    "pin": (
-        _vocab("pin card screen tap buy show display checkout cart"),
-        _vocab("search issue coupon order inventory"),
-    ),
-    "search": (
-        _vocab("search keyword find names product lineup"),
-        _vocab("faq pin issue order coupon"),
-    ),
-}
-
-SKILL_WORDS: dict[str, set[str]] = {
-    "price": _vocab("price discount coupon promotion deal how much cost"),
-    "coupon": _vocab("coupon discount promotion deal code price"),
-    "stock": _vocab("stock availability available left sold out restock"),
-    "attribute": _vocab("product features materials sizes colors specs waterproofing item questions"),
-    "faq": _vocab("faq sizing care shipping delivery returns"),
-    "purchase": _vocab("buy order cart checkout pin card purchase"),
-    "post_purchase": _vocab("after sales order status shipping delivery returns refunds"),
-    "chit_chat": _vocab("greet greeting chit chat off topic warmly hello small talk"),
-    "refusal": _vocab("refuse politely decline rules fake counterfeit revealing instructions break"),
-}
-
 _ATTR_HINTS: dict[str, set[str]] = {
     # attribute key stem -> viewer words that ask for it
     "color": _vocab("color colors colour colours shade black white red blue"),
@@ -263,8 +216,7 @@ _CURRENCY_WORD = {"CNY": "yuan", "RMB": "yuan", "USD": "dollars", "EUR": "euros"
 _GENERIC = (
     {stem(w) for patterns in INTENT_PATTERNS.values() for p in patterns
      for w in re.findall(r"[a-z]{3,}", re.sub(r"\\[a-zA-Z]", " ", p))}
-    | {w for pos, pen in NEED_WORDS.values() for w in pos | pen}
-    | {w for ws in SKILL_WORDS.values() for w in ws}
+    | _vocab(*choice.NEEDS.values(), *choice.REPLIES.values())
     | {w for ws in _ATTR_HINTS.values() for w in ws}
     | set(_ATTR_HINTS)
     | _vocab("work works working does doing come comes came still many much how what which who why when where "
@@ -278,6 +230,8 @@ _GENERIC = (
 _PRODUCT_INTENTS = ("price", "stock", "attribute", "coupon", "general", "purchase")
 # retrieval confidence (0..1: BM25 squashed, averaged with the embedding cosine) below which the host
 # says it will check rather than answer; facts within FACT_MARGIN of the best are said too (at most two)
+TOOL_MIN_SIMILARITY = 0.2
+CTA_MIN_SIMILARITY = 0.45
 FACT_THRESHOLD = 0.36
 FACT_MARGIN = 0.05
 
@@ -357,15 +311,6 @@ def _read_transcript(ctx: dict[str, Any]) -> State:
         elif kind == "model_output":
             st.actions += 1
     return st
-
-
-def _score(text_stems: set[str], positive: set[str], penalty: set[str]) -> float:
-    return len(text_stems & positive) - 0.75 * len(text_stems & penalty)
-
-
-def _tool_stems(tool: dict[str, Any]) -> set[str]:
-    parts = [split_identifier(str(tool.get("name", ""))), str(tool.get("description", ""))]
-    return stems(" ".join(parts))
 
 
 def _properties(tool: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
@@ -518,7 +463,8 @@ class _Decider:
                 if link is None or title is None:
                     continue
                 # the title names it, or (less) its attribute values do ("the red one")
-                attrs = next((d[k] for k in d if _key_has(k, "attribute") and isinstance(d[k], dict)), {})
+                attrs: dict[str, Any] = next((d[k] for k in d if _key_has(k, "attribute")
+                                              and isinstance(d[k], dict)), {})
                 values = " ".join(" ".join(map(str, v)) if isinstance(v, list) else str(v) for v in attrs.values())
                 overlap = len(stems(title) & named) + 0.5 * len(stems(values) & named - stems(title))
                 # the search tool returned it, so it matched on something it knows (attribute values…)
@@ -652,13 +598,14 @@ class _Decider:
 
     # ---- tools
     def best_tool(self, need: str) -> dict[str, Any] | None:
-        positive, penalty = NEED_WORDS[need]
-        best: tuple[float, int, dict[str, Any]] | None = None
-        for idx, tool in enumerate(self.tools):
-            s = _score(_tool_stems(tool), positive, penalty)
-            if s >= 2 and (best is None or s > best[0]):
-                best = (s, -idx, tool)
-        return best[2] if best else None
+        """The tool whose description means this need most (each tool serves the need it is closest to)."""
+        if not self.tools:
+            return None
+        assigned = choice.assign(choice.NEEDS, [choice.tool_text(t) for t in self.tools], stem, _STOP)
+        served = assigned.get(need) or []
+        if served and served[0][0] >= TOOL_MIN_SIMILARITY:
+            return self.tools[served[0][1]]
+        return None
 
     def _classify_param(self, name: str, schema: dict[str, Any]) -> str | None:
         toks = stems(split_identifier(name) + " " + str(schema.get("description", "")))
@@ -1001,9 +948,13 @@ class _Decider:
         if "chit_chat" in weights and len(weights) > 1:
             weights["chit_chat"] *= 0.3
         ranked: list[tuple[float, int, dict[str, Any]]] = []
-        for idx, skill in enumerate(self.reply_skills()):
-            desc = stems(split_identifier(str(skill.get("id", ""))) + " " + str(skill.get("description", "")))
-            score = sum(w * len(desc & SKILL_WORDS[k]) for k, w in weights.items())
+        skills = self.reply_skills()
+        sims = choice.similarity_matrix([choice.REPLIES[k] for k in weights],
+                                        [choice.skill_text(s) for s in skills], stem, _STOP)
+        means = [sum(row) / max(len(row), 1) for row in sims]
+        for idx, skill in enumerate(skills):
+            # how much more this skill means the reply kind than the reply skills on average
+            score = sum(w * (sims[i][idx] - means[i]) for i, w in enumerate(weights.values()))
             score += 0.25 * len(called & set(skill.get("tools") or []))
             ranked.append((score, -idx, skill))
         ranked.sort(key=lambda r: (r[0], r[1]), reverse=True)
@@ -1027,10 +978,12 @@ class _Decider:
         return str(ranked[0]["id"]) if ranked else None
 
     def wants_cta(self) -> bool:
-        texts = [str(s.get("body", "")) for s in self.ctx.get("loaded_skills") or [] if isinstance(s, dict)]
-        texts += [str(s.get("description", "")) for s in self.skills if s.get("id") in self.st.loaded]
-        words_ = stems(" ".join(texts))
-        return bool(words_ & _vocab("nudge tap card cart checkout"))
+        """A loaded skill asks to end with an invitation to buy (judged by meaning, line by line)."""
+        texts = [line.strip(" -#*0123456789.") for s in self.ctx.get("loaded_skills") or [] if isinstance(s, dict)
+                 for line in str(s.get("body", "")).splitlines() if len(line.split()) > 3]
+        if not texts:
+            return False
+        return max(choice.similarity(choice.CALL_TO_ACTION, texts, stem, _STOP)) >= CTA_MIN_SIMILARITY
 
     # ---- the reply
     def allowed_numbers(self) -> set[str]:

@@ -89,7 +89,7 @@ class Sandbox:
             from livehost.policy.reference import stems  # keyword match on word stems, like PostgreSQL FTS
 
             q = stems(str(args.get("query", "")))
-            def searchable(i: dict[str, Any]) -> str:  # like the store's tsvector: title, SKU, attribute keys and values
+            def searchable(i: dict[str, Any]) -> str:  # like the store: title, SKU, attribute keys and values
                 attrs = i.get("attributes") or {}
                 values = " ".join(" ".join(map(str, v)) if isinstance(v, list) else str(v)
                                   for v in attrs.values() if isinstance(v, str | list))

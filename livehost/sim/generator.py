@@ -114,11 +114,13 @@ class CaseBuilder:
         if "colors" in attrs:
             choices += [lambda: self._colors(item, r), lambda: self._one_color(item, kind, r)]
         if "sizes" in attrs:
-            choices.append(lambda: Intent(self.pick("sizes", f"what sizes does {r} come in?", r=r), [list(attrs["sizes"])], [],
+            choices.append(lambda: Intent(self.pick("sizes", f"what sizes does {r} come in?", r=r),
+                                          [list(attrs["sizes"])], [],
                                           f"Link {link} comes in sizes {', '.join(attrs['sizes'])}, tap link "
                                           f"{link} to pick yours!"))
         if "material" in attrs:
-            choices.append(lambda: Intent(self.pick("material", f"what is {r} made of?", r=r), [[attrs["material"]]], [],
+            choices.append(lambda: Intent(self.pick("material", f"what is {r} made of?", r=r),
+                                          [[attrs["material"]]], [],
                                           f"Link {link} is made of {attrs['material']}, check out link {link}!"))
         for num in kind.numeric:
             choices.append(lambda num=num: self._numeric(item, num, r))  # type: ignore[misc]
@@ -402,7 +404,8 @@ class Generator:
                 offset += rng.randint(150, 1500)
             comments.append({"user_id": uid, "text": intent.text, "offset_ms": offset})
         if respond and category != "multi_intent" and rng.random() < 0.2:  # an impatient follow-up in the burst
-            comments.append({"user_id": user, "text": b.pick("follow_up", FOLLOW_UPS), "offset_ms": offset + rng.randint(300,
+            comments.append({"user_id": user, "text": b.pick("follow_up", FOLLOW_UPS),
+                             "offset_ms": offset + rng.randint(300,
                                                                                                              2500)})
         include = [g for _, i in intents for g in i.include]
         exclude = sorted({x for _, i in intents for x in i.exclude})
@@ -437,17 +440,20 @@ class Generator:
                 color = rng.choice(unique)
                 item = room.item(counts[color][0])
                 n = item["link_id"]
-                return Intent(b.pick("color_price", f"how much is the {color} one?", color=color), [[money(item["price"])]], [],
+                return Intent(b.pick("color_price", f"how much is the {color} one?", color=color),
+                              [[money(item["price"])]], [],
                               f"The {color} one is link {n}, {money(item['price'])} yuan, tap link {n}!")
         if roll < 0.8:
             which = rng.choice(["first", "last"])
             n = links[0] if which == "first" else links[-1]
             item = room.item(n)
-            return Intent(b.pick("ordinal_price", f"the {which} one, how much?", which=which), [[money(item["price"])]], [],
+            return Intent(b.pick("ordinal_price", f"the {which} one, how much?", which=which),
+                          [[money(item["price"])]], [],
                           f"The {which} one is link {n}, {money(item['price'])} yuan, tap link {n}!")
         missing = max(links) + rng.randint(1, 5)
         item = room.item(current)
-        return Intent(b.pick("missing_link", f"how much is link {missing}?", link=missing), [["no link", "don't have", "which", "did you mean"]], [],
+        return Intent(b.pick("missing_link", f"how much is link {missing}?", link=missing),
+                      [["no link", "don't have", "which", "did you mean"]], [],
                       f"We don't have link {missing} today, did you mean link {current}, the {item['title']}?")
 
     def _injection(self, rng: random.Random, b: CaseBuilder, room: Room, current: int) -> Intent:

@@ -1,0 +1,117 @@
+"""Skill and tool choice by what descriptions mean.
+
+The policy knows what it *needs* (a product's details, stock, usable discount codes, …) and what kind
+of reply it is about to give (a price answer, an after-sales answer, a refusal, …). Each need and
+reply kind is described here once, in plain words of our own; the harness's tools and skills are
+matched to them by the cosine similarity of sentence embeddings (MiniLM, :mod:`embed`) of those
+descriptions against each tool's name, description and parameter descriptions, or each skill's id,
+description and body. Nothing here copies the shipped harness's wording, and a harness whose ids are
+opaque and whose descriptions are reworded is matched the same way.
+
+Needs and tools are matched one to one (most similar pairs first). A reply skill is ranked for a
+reply kind by how much more similar it is to that kind than the other reply skills are.
+Without the embedding model, a bag-of-stems overlap is used.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from typing import Any
+
+NEEDS: dict[str, str] = {
+    "product": "look up one listed item's details by its link number: name, how much it costs, currency, "
+               "and its properties such as colours, sizes and materials",
+    "inventory": "how many units of an item remain and whether it can still be bought or has sold out",
+    "coupon": "which discount codes a shopper may use on an item, the percent taken off and the minimum "
+              "purchase amount",
+    "coupon_issue": "grant one particular viewer a discount code, sending it to their account",
+    "faq": "search the merchant's help answers to common questions such as care, fit, delivery and returns",
+    "order": "the progress of a purchase a viewer already made: shipped or not, courier, arrival date",
+    "pin": "show the item's purchase card on the live screen so people can tap it and pay",
+    "search": "find which items in the room match words a viewer used to name an item",
+}
+REPLIES: dict[str, str] = {
+    "price": "answer how much an item costs: its price, and any deal or discount on it",
+    "coupon": "tell a viewer which promotion codes and price reductions apply",
+    "stock": "tell a viewer whether an item is still in stock, how many are left, or that it sold out",
+    "attribute": "answer a viewer's question about what an item is like: properties, materials, options, "
+                 "measurements",
+    "faq": "answer common questions about care, fit, delivery and returns from the merchant's answers",
+    "purchase": "help a viewer who wants to buy now: point to the item and how to pay",
+    "post_purchase": "help a buyer with an order already placed: delivery progress, returns, refunds",
+    "chit_chat": "greet viewers and answer small talk that is not about the products, warmly",
+    "refusal": "politely decline a request that breaks the rules or is not allowed",
+}
+CALL_TO_ACTION = "end the answer by inviting the viewer to tap the link or card and buy"
+SKILL_CORRECTION = "a reply instruction set must be loaded before answering; load the one that fits"
+
+_WORD = re.compile(r"[a-z]+")
+
+
+def split_identifier(text: str) -> str:
+    return re.sub(r"([a-z])([A-Z])", r"\1 \2", text).replace("_", " ").replace("-", " ")
+
+
+def tool_text(tool: dict[str, Any]) -> str:
+    params = (tool.get("parameters") or {}).get("properties") or {}
+    parts = [split_identifier(str(tool.get("name", ""))), str(tool.get("description", ""))]
+    for name, schema in params.items():
+        desc = schema.get("description", "") if isinstance(schema, dict) else ""
+        parts.append(f"{split_identifier(str(name))} {desc}")
+    return ". ".join(p for p in parts if p)
+
+
+def skill_text(skill: dict[str, Any]) -> str:
+    return f"{split_identifier(str(skill.get('id', '')))}. {skill.get('description', '')}"
+
+
+def _lexical(a: str, b: str, stem: Callable[[str], str], stop: set[str]) -> float:
+    sa = {stem(w) for w in _WORD.findall(a.lower()) if w not in stop}
+    sb = {stem(w) for w in _WORD.findall(b.lower()) if w not in stop}
+    return len(sa & sb) / max(1.0, (len(sa) * len(sb)) ** 0.5)
+
+
+def similarity_matrix(left: list[str], right: list[str], stem: Callable[[str], str], stop: set[str]
+                      ) -> list[list[float]]:
+    from livehost.understanding import embed
+
+    if left and right and embed.available():
+        a = embed.embed(left)
+        b = embed.embed(right)
+        return [[float(x) for x in row] for row in a @ b.T]
+    return [[_lexical(x, y, stem, stop) for y in right] for x in left]
+
+
+_ASSIGN_CACHE: dict[str, dict[str, list[tuple[float, int]]]] = {}
+
+
+def assign(kinds: dict[str, str], items: list[str], stem: Callable[[str], str], stop: set[str]
+           ) -> dict[str, list[tuple[float, int]]]:
+    """kind -> [(similarity, item index)]: a one-to-one matching of kinds and items, most similar pairs
+    first (a greedy maximum matching), so two kinds never take the same item and an item that is a bit
+    similar to everything is not taken by the wrong kind."""
+    key = json.dumps([sorted(kinds), items])
+    if key in _ASSIGN_CACHE:
+        return _ASSIGN_CACHE[key]
+    names = list(kinds)
+    sims = similarity_matrix([kinds[n] for n in names], items, stem, stop)
+    pairs = sorted(((sims[i][j], i, j) for i in range(len(names)) for j in range(len(items))), reverse=True)
+    out: dict[str, list[tuple[float, int]]] = {n: [] for n in names}
+    used_kind: set[int] = set()
+    used_item: set[int] = set()
+    for sim, i, j in pairs:
+        if i in used_kind or j in used_item:
+            continue
+        used_kind.add(i)
+        used_item.add(j)
+        out[names[i]].append((sim, j))
+    if len(_ASSIGN_CACHE) > 256:
+        _ASSIGN_CACHE.clear()
+    _ASSIGN_CACHE[key] = out
+    return out
+
+
+def similarity(a: str, b: list[str], stem: Callable[[str], str], stop: set[str]) -> list[float]:
+    return similarity_matrix([a], b, stem, stop)[0] if b else []
