@@ -267,8 +267,17 @@ class State:
     actions: int = 0
 
 
+def _about_skills(message: str, skill_ids: list[str]) -> bool:
+    """A correction asks for a (different) skill: it names one of the harness's skills, or it means
+    "load the fitting reply instructions first" (by embedding similarity)."""
+    if any(sid and re.search(rf"(?<![\w-]){re.escape(sid.lower())}(?![\w-])", message) for sid in skill_ids):
+        return True
+    return bool(message.strip()) and choice.similarity(choice.SKILL_CORRECTION, [message], stem, _STOP)[0] >= 0.5
+
+
 def _read_transcript(ctx: dict[str, Any]) -> State:
     st = State()
+    skill_ids = [str(s.get("id", "")) for s in ctx.get("skills") or [] if isinstance(s, dict)]
     for s in ctx.get("loaded_skills") or []:
         if isinstance(s, dict) and s.get("id") and s["id"] not in st.loaded:
             st.loaded.append(str(s["id"]))
@@ -304,7 +313,7 @@ def _read_transcript(ctx: dict[str, Any]) -> State:
             if last_call is not None and last_call.ok is None:
                 last_call.rejected = True
                 last_call = None
-            elif "skill" in msg:
+            elif _about_skills(msg, skill_ids):
                 st.skill_corrections.append(data)
             else:
                 st.reply_corrections += 1
