@@ -172,6 +172,11 @@ _DETERMINER_RE = re.compile(r"(?=\b(?:the|this|that|these|those|your|ur|a|an|any
                             r"((?:[a-z][a-z'-]*\s*){1,3}))")
 
 
+# a pronoun that refers to the product on screen: "it", "they", or "this"/"that" standing alone
+_PRONOUN_RE = re.compile(r"\b(it|they|them)\b|\b(this|that|these|those)\b(?!\s+(?!one\b|ones\b|is\b|are\b|has\b|"
+                         r"have\b|does\b|do\b|come\b|comes\b|cost\b|costs\b|still\b|for\b|in\b|on\b|with\b)[a-z])")
+
+
 def _noun_phrases(low: str) -> list[str]:
     """Word groups that can name a product: after a determiner, or the whole comment when it has no verb-like
     question word (a bare phrase such as "frying pan price?")."""
@@ -231,6 +236,7 @@ _PRODUCT_INTENTS = ("price", "stock", "attribute", "coupon", "general", "purchas
 # retrieval confidence (0..1: BM25 squashed, averaged with the embedding cosine) below which the host
 # says it will check rather than answer; facts within FACT_MARGIN of the best are said too (at most two)
 TOOL_MIN_SIMILARITY = 0.2
+INTENT_MIN_SIMILARITY = 0.55
 CTA_MIN_SIMILARITY = 0.45
 FACT_THRESHOLD = 0.36
 FACT_MARGIN = 0.05
@@ -430,7 +436,11 @@ class _Decider:
         out: list[str] = []
         # a product is named by a noun phrase: words after a determiner ("the frying pan", "your red
         # one"), or a comment that is only a phrase ("frying pan price?"); pronouns and verbs name none
-        for phrase in _noun_phrases(normalize(self.text)):
+        low = normalize(self.text)
+        if _PRONOUN_RE.search(low):
+            return []  # "does it come with …": the product on screen; other nouns are its parts or features
+        for phrase in _noun_phrases(low):
+            phrase = re.sub(r"\b[a-z]+\s+of\b", " ", phrase)  # "pairs of", "a couple of": not a product
             for w in words(phrase):
                 if len(w) < 3 or w in _STOP or any(ch.isdigit() for ch in w) or _ORDINAL_RE.fullmatch(w):
                     continue
@@ -548,6 +558,9 @@ class _Decider:
                     names.append("attribute")
                     break
         if not names:
+            near = choice.nearest_intent(normalize(self.text), stem, _STOP, INTENT_MIN_SIMILARITY)
+            if near is not None and near[0] != "chit_chat":
+                return [near[0]]
             named_question = bool(self.named) and _QUESTION_RE.search(low) is not None
             return ["general"] if self._looks_like_question() or named_question else ["off_topic"]
         if names == ["chit_chat"] and self._looks_like_question() and re.search(r"\b(this|it|link)\b", low):
@@ -1062,7 +1075,10 @@ class _Decider:
                         out.extend((self._named_attribute_sentence(facts, k, the_item), True, 0)
                                    for k in named_keys)
                     else:
-                        out.extend((f.sentence, True, 0) for f in self.retrieve(facts))
+                        found = self.retrieve(facts)
+                        out.extend((f.sentence, True, 0) for f in found)
+                        if not found and len(words(self.text)) >= 5:  # a real question nothing answers
+                            out.append(("Let me check that detail for you.", False, 0))
             elif intent == "attribute":
                 found = self.retrieve(facts)
                 if found:
@@ -1097,6 +1113,7 @@ class _Decider:
                     out.append(("Let me check the coupons for you.", False, 0))
                 else:
                     out.append(("There's no coupon on this one right now.", True, 1))
+                out.extend((f.sentence, True, 0) for f in self.retrieve(facts, kinds=("campaign",)))
                 cap = self.max_discount()
                 asked = [float(m) for m in re.findall(r"(\d{1,3})\s*(?:%|percent|pct)", normalize(self.text))]
                 if cap is not None and any(a > cap for a in asked):

@@ -115,3 +115,25 @@ def assign(kinds: dict[str, str], items: list[str], stem: Callable[[str], str], 
 
 def similarity(a: str, b: list[str], stem: Callable[[str], str], stop: set[str]) -> list[float]:
     return similarity_matrix([a], b, stem, stop)[0] if b else []
+
+
+INTENT_EXAMPLES_PATH = __import__("pathlib").Path(__file__).resolve().parent / "data" / "intents.jsonl"
+
+
+def _intent_examples() -> list[tuple[str, str]]:
+    rows = [json.loads(line) for line in INTENT_EXAMPLES_PATH.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return [(str(r["intent"]), str(r["text"])) for r in rows]
+
+
+def nearest_intent(text: str, stem: Callable[[str], str], stop: set[str], minimum: float = 0.5
+                   ) -> tuple[str, float] | None:
+    """The intent of the most similar labelled example (``data/intents.jsonl``), when similar enough:
+    the fallback for comments that no lexical cue explains ("what do you want for that?")."""
+    from livehost.understanding import embed
+
+    if not embed.available():
+        return None
+    examples = _intent_examples()
+    sims = similarity(text, [t for _, t in examples], stem, stop)
+    best = max(range(len(sims)), key=lambda i: sims[i])
+    return (examples[best][0], sims[best]) if sims[best] >= minimum else None

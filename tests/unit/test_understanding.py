@@ -1,0 +1,110 @@
+"""Understanding by meaning, on comments and catalogs written for this test (not the simulator's
+templates, not the test split): per-size stock, the product on screen as the referent of "that",
+FAQ-only and campaign-rule answers, the clarifying question, natural phrasing of attribute keys, and
+the same behaviour through an opaque, reworded harness."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from livehost.harness.augment import rename_everything
+from livehost.harness.loader import load
+from livehost.harness.model import Harness
+from livehost.policy.reference import decide
+from livehost.policy.testing import run_loop
+from livehost.understanding.facts import attribute_facts, humanise_key
+
+ROOT = Path(__file__).resolve().parents[2]
+SHIPPED = load(ROOT / "harness/default")
+OPAQUE = rename_everything(SHIPPED, seed=23)[0]
+
+CATALOG: list[dict[str, Any]] = [
+    {"link_id": 1, "sku": "BT-100", "title": "Leather ankle boots", "price": 520.0, "currency": "CNY", "stock": 9,
+     "attributes": {"colors": ["tan", "black"], "heel_height_cm": 4, "stock_by_size": {"37": 4, "38": 0, "39": 5}},
+     "faq": [{"q": "Do the soles grip on ice?", "a": "The rubber soles are rated for icy pavements."}],
+     "coupons": []},
+    {"link_id": 2, "sku": "SC-200", "title": "Knitted wrap", "price": 150.0, "currency": "CNY", "stock": 20,
+     "attributes": {"colors": ["olive", "ivory"], "length_cm": 190}, "faq": [], "coupons": []},
+    {"link_id": 3, "sku": "TB-300", "title": "Canvas tote", "price": 88.0, "currency": "CNY", "stock": 30,
+     "attributes": {"colors": ["sand", "olive"], "capacity_l": 18}, "faq": [], "coupons": []},
+]
+ROOM = {"room_id": "u-room", "current_link": 1, "viewer_count": 50,
+        "campaign": {"name": "Harvest week", "rules": ["Coupons cannot be combined with each other",
+                                                       "Pay in 3 interest-free parts on orders above 400"],
+                     "max_discount_pct": 15}}
+
+
+def case(text: str, current: int = 1) -> dict[str, Any]:
+    return {"id": "u", "category": "product_question", "room": {**ROOM, "current_link": current},
+            "catalog": CATALOG, "comments": [{"user_id": "v-1", "text": text, "offset_ms": 0}],
+            "expect": {"respond": True, "must_include": [], "must_not_include": [], "numbers_from_catalog_only": True}}
+
+
+@pytest.fixture(params=["shipped", "opaque"])
+def harness(request: pytest.FixtureRequest) -> Harness:
+    return SHIPPED if request.param == "shipped" else OPAQUE
+
+
+def reply(harness: Harness, text: str, current: int = 1) -> str:
+    result = run_loop(decide, harness, case(text, current))
+    assert result.responded, result.actions
+    return result.reply or ""
+
+
+def test_opaque_harness_is_really_opaque() -> None:
+    assert not {s.id for s in SHIPPED.skills} & {s.id for s in OPAQUE.skills}
+    assert not {t.name for t in SHIPPED.tools} & {t.name for t in OPAQUE.tools}
+    assert [t.description for t in SHIPPED.tools] != [t.description for t in OPAQUE.tools]
+
+
+def test_per_size_stock_answer(harness: Harness) -> None:
+    out = reply(harness, "any pairs of the 38 left??").lower()
+    assert "38" in out and "sold out" in out and "9 left" not in out
+
+
+def test_per_size_stock_in_stock_row(harness: Harness) -> None:
+    out = reply(harness, "is 39 still available").lower()
+    assert "39" in out and "5 left" in out
+
+
+def test_deictic_question_means_the_product_on_screen(harness: Harness) -> None:
+    out = reply(harness, "what do you want for that?", current=2)
+    assert "150" in out and "couldn't find" not in out
+
+
+def test_faq_only_question(harness: Harness) -> None:
+    out = reply(harness, "will I slip when it's icy out?").lower()
+    assert "icy pavements" in out
+
+
+def test_campaign_rule_answer(harness: Harness) -> None:
+    out = reply(harness, "can I combine two coupons on one order?").lower()
+    assert "cannot be combined" in out
+
+
+def test_clarifying_question_when_products_match_equally(harness: Harness) -> None:
+    out = reply(harness, "how much is the olive one?", current=1).lower()
+    # olive: the wrap and the tote (not the boots on screen) match equally
+    assert "which" in out and re.search(r"link \d", out)
+
+
+def test_link_number_in_words_and_ordinals(harness: Harness) -> None:
+    assert "88" in reply(harness, "link three how much")
+    assert "150" in reply(harness, "the second one, price?")
+
+
+def test_unconfident_fact_says_it_will_check(harness: Harness) -> None:
+    out = reply(harness, "does it come with a spare pair of laces?").lower()
+    assert "check" in out
+
+
+def test_attribute_keys_are_phrased_naturally() -> None:
+    assert humanise_key("heel_height_cm") == ("heel height", "cm")
+    sentences = [f.sentence for f in attribute_facts("It", {"weight_g": 320, "dishwasher_safe": False,
+                                                            "material": "cork"})]
+    assert sentences == ["Its weight is 320 g.", "No, it is not dishwasher safe.", "Its material is cork."]
+    assert not any("weight g" in s for s in sentences)
