@@ -1,5 +1,7 @@
 """Dev and test split side by side with the reference policy (in process): accuracy per category,
-refusals of injection/abuse/compliance, false refusals of benign comments. ``--failures`` lists them."""
+refusals of injection/abuse/compliance, false refusals of benign comments, and pass retention of the
+test split across opaque, reworded harnesses (``--variants N``). ``--failures`` lists dev failures.
+``LIVEHOST_EMBEDDINGS=off`` runs the lexical-only baseline."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ import sys
 from livehost.config import REPO_ROOT
 from livehost.eval.cases import DEVSET_PATH, load_cases
 from livehost.harness.loader import load
-from livehost.sim.split import TESTSET_PATH
+from livehost.sim.split import TESTSET_PATH, reworded_variant
 from livehost.understanding.splitbench import measure
 
 
@@ -29,10 +31,19 @@ def main() -> None:
               f"{f.refusal_rate:.1f}% ({f.refused_harmful}/{f.harmful}); false refusals "
               f"{f.false_refusal_rate:.1f}% ({f.false_refusals}/{f.benign}); "
               f"p95 {lat[int(0.95 * (len(lat) - 1))]:.1f} ms")
-    if "--failures" in sys.argv:
-        for name, f in (("dev", dev), ("test", test)):
-            for cid, reply in f.failures:
-                print(f"FAIL {name} {cid}: {reply!r}")
+    if "--variants" in sys.argv:
+        n = int(sys.argv[sys.argv.index("--variants") + 1])
+        base = {cid for cid in (c["id"] for c in load_cases(TESTSET_PATH))} - {cid for cid, _ in test.failures}
+        kept = []
+        for seed in range(1, n + 1):
+            variant = measure(reworded_variant(harness, seed), load_cases(TESTSET_PATH))
+            passed = base - {cid for cid, _ in variant.failures}
+            kept.append(len(passed) / max(len(base), 1))
+            print(f"variant {seed}: test accuracy {variant.accuracy:.1f}%, retention {kept[-1]:.3f}")
+        print(f"test-split pass retention over {n} reworded opaque harnesses: {sum(kept) / len(kept):.3f}")
+    if "--failures" in sys.argv:  # the dev split only: the test split is measured, not read
+        for cid, reply in dev.failures:
+            print(f"FAIL dev {cid}: {reply!r}")
 
 
 if __name__ == "__main__":

@@ -83,3 +83,31 @@ def template_phrases(min_words: int = 4) -> list[str]:
 
 def normalise_phrase(text: str) -> str:
     return " ".join(re.findall(r"[\w'%-]+", text.lower()))
+
+
+PARAPHRASES_PATH = TEST_DIR / "paraphrases.json"
+
+
+def reworded_variant(harness: Any, seed: int) -> Any:
+    """An opaque, reworded harness for measuring retention on the test split: every id renamed, tool
+    arguments renamed, prompt sections reordered (:func:`livehost.harness.augment.rename_everything`),
+    then tool and skill descriptions and skill bodies reworded with the test split's paraphrase
+    family (``eval/test/paraphrases.json``), which augmentation never uses."""
+    from livehost.harness.augment import rename_everything
+    from livehost.harness.loader import from_dict
+
+    variant, _ = rename_everything(harness, seed=seed)
+    phrases = json.loads(PARAPHRASES_PATH.read_text(encoding="utf-8"))["phrases"]
+
+    def reword(text: str) -> str:
+        for old, new in sorted(phrases, key=lambda p: -len(p[0])):
+            text = re.sub(rf"(?<![\w-]){re.escape(old)}(?![\w-])", new, text)
+        return text
+
+    data = variant.to_dict() if hasattr(variant, "to_dict") else variant.model_dump(mode="json")
+    for tool in data.get("tools") or []:
+        tool["description"] = reword(str(tool.get("description", "")))
+    for skill in data.get("skills") or []:
+        skill["description"] = reword(str(skill.get("description", "")))
+        skill["body"] = reword(str(skill.get("body", "")))
+    return from_dict(data)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import struct
 import threading
 import unicodedata
@@ -191,6 +192,9 @@ def embed(texts: list[str]) -> np.ndarray:
 
 
 def available() -> bool:
+    """The model is installed and not switched off (``LIVEHOST_EMBEDDINGS=off``: the lexical-only baseline)."""
+    if os.environ.get("LIVEHOST_EMBEDDINGS", "on").lower() in ("off", "0", "false", "no"):
+        return False
     try:
         model_zip()
     except RuntimeError:
