@@ -47,6 +47,8 @@ HOOK_PARAMS: dict[str, dict[str, tuple[str, float | None]]] = {
         "max_chars": (_INT, 1), "min_chars": (_INT, 0), "abuse_terms": (_STRS, None),
         "injection_patterns": (_STRS, None), "spam_repeat_chars": (_INT, 0),
         "compliance_terms": (_STRS, None), "block_links": (_BOOL, None),
+        # the trained screening classifier: {thresholds: {class: 0..1}, word_list_boost, enabled}
+        "classifier": ("dict", None),
     },
     "tool_arguments": {"tools": (_STRS, None)},
     "skill_load_requirement": {"skills": (_STRS, None)},
