@@ -239,7 +239,8 @@ def system_prompt(steps: list[dict[str, Any]], harness: Harness, comments: list[
     ctx = {"comments": [{"user_id": c["user_id"], "text": c["text"]} for c in comments or []],
            "tools": [{"name": t.name, "description": t.description, "parameters": t.parameters}
                      for t in harness.tools]}
-    for section in harness.prompt.sections:
+    sections = list(harness.prompt.sections)
+    for k, section in enumerate(sections):
         if section.source not in CARRIED_ELSEWHERE:
             continue
         try:
@@ -250,7 +251,29 @@ def system_prompt(steps: list[dict[str, Any]], harness: Harness, comments: list[
             if rendered and cut in text:
                 text = text.replace(cut, "", 1)
                 break
+        else:  # not verbatim (e.g. a bundle from the registry orders JSON keys differently): cut by headings
+            text = _cut_by_heading(text, section.template, [s.template for s in sections[k + 1:]])
     return text
+
+
+def _heading(template: str) -> str:
+    """The literal text a section template starts with (before its first ``{field}``)."""
+    return template.split("{", 1)[0]
+
+
+def _cut_by_heading(text: str, template: str, later: list[str]) -> str:
+    """Cut a section that starts with its template's heading and ends where a later section's heading
+    starts; unchanged when the heading is too short to be recognised or is not found."""
+    head = _heading(template)
+    if len(head.strip()) < 4:
+        return text
+    start = 0 if text.startswith(head) else text.find("\n\n" + head)
+    if start < 0:
+        return text
+    ends = [i for h in map(_heading, later) if len(h.strip()) >= 4
+            and (i := text.find("\n\n" + h, start + len(head))) >= 0]
+    end = min(ends) if ends else len(text)
+    return text[:start] + text[end:] if start else text[end:].lstrip("\n")
 
 
 def to_sft(row: dict[str, Any], harness: Harness, keep_retries: float = 0.1) -> dict[str, Any] | None:

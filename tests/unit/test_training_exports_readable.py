@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from livehost.agent.prompt import Sources, build_context, render
+from livehost.agent.prompt import Sources, _render_section, build_context, render
 from livehost.config import REPO_ROOT
 from livehost.harness.loader import load
 from livehost.training import formats
@@ -92,3 +92,23 @@ def test_trajectory_names_the_policy_model() -> None:
     assert policy_of({**state, "steps": []}) == ""
     reply = {"state": state, "outcome": "reply", "text": "hi", "reason": None, "completed_ms": 5}
     assert trajectory_from_reply(reply)["policy"] == "policy_llm"
+
+
+def test_sft_cut_survives_a_bundle_whose_json_keys_were_reordered(good: dict) -> None:
+    """A version read back from the registry (PostgreSQL jsonb) may order schema keys differently
+    from the folder the live prompt was rendered with: the tool section is still cut, by its heading."""
+    reordered = HARNESS.model_copy(update={"tools": [
+        t.model_copy(update={"parameters": {**t.parameters, "properties": {
+            k: dict(sorted(v.items(), reverse=True)) for k, v in reversed(list(t.parameters["properties"].items()))}}})
+        for t in HARNESS.tools]})
+    prompt = next(json.loads(s["data_json"])["text"] for s in good["steps"] if s["kind"] == "prompt")
+    section = next(s for s in reordered.prompt.sections if s.source == "tool_index")
+    ctx = {"tools": [{"name": t.name, "description": t.description, "parameters": t.parameters}
+                     for t in reordered.tools]}
+    assert _render_section(section, ctx, {}) not in prompt  # the verbatim cut cannot work here
+    line = formats.to_sft(good, reordered)
+    assert line is not None
+    system = line["messages"][0]["content"]
+    assert not any(t.description in system for t in HARNESS.tools)
+    assert "it looks nice" not in system
+    assert all(s.description in system for s in HARNESS.skills) and "Silk scarf" in system
