@@ -321,6 +321,14 @@ def audit(limit: Annotated[int, typer.Option()] = 50,
     console.print(audit_table(rows))
 
 
+def _detail(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        return ", ".join(_detail(v) for v in value)
+    return json.dumps(value, ensure_ascii=False)
+
+
 def audit_table(rows: list[Any]) -> Table:
     """The audit log as a table that reads at 80 columns: the action, its target and proposal and
     its details share one wrapping column; versions are shown by their first 8 hex digits."""
@@ -335,8 +343,7 @@ def audit_table(rows: list[Any]) -> Table:
             what += f" (proposal {e.proposal_id})"
         details = {k: v for k, v in e.details.items() if v not in (None, "", [], False)}
         if details:
-            what += "\n[dim]" + escape("; ".join(f"{k}: {v if isinstance(v, str) else json.dumps(v)}"
-                                                  for k, v in details.items())) + "[/]"
+            what += "\n[dim]" + escape("; ".join(f"{k}: {_detail(v)}" for k, v in details.items())) + "[/]"
         table.add_row(str(e.id), _ts(e.at)[:16], escape(e.actor), what, (e.version or "")[:8])
     return table
 
