@@ -235,7 +235,7 @@ _GENERIC = (
 _PRODUCT_INTENTS = ("price", "stock", "attribute", "coupon", "general", "purchase")
 # retrieval confidence (0..1: BM25 squashed, averaged with the embedding cosine) below which the host
 # says it will check rather than answer; facts within FACT_MARGIN of the best are said too (at most two)
-TOOL_MIN_SIMILARITY = 0.2
+TOOL_MIN_SIMILARITY = 0.15
 INTENT_MIN_SIMILARITY = 0.55
 CTA_MIN_SIMILARITY = 0.45
 FACT_THRESHOLD = 0.36
@@ -623,7 +623,8 @@ class _Decider:
         """The tool whose description means this need most (each tool serves the need it is closest to)."""
         if not self.tools:
             return None
-        assigned = choice.assign(choice.NEEDS, [choice.tool_text(t) for t in self.tools], stem, _STOP)
+        assigned = choice.assign(choice.NEEDS, [choice.tool_text(t) for t in self.tools], stem, _STOP,
+                                 [str(t.get("description", "")) for t in self.tools])
         served = assigned.get(need) or []
         if served and served[0][0] >= TOOL_MIN_SIMILARITY:
             return self.tools[served[0][1]]

@@ -87,16 +87,19 @@ def similarity_matrix(left: list[str], right: list[str], stem: Callable[[str], s
 _ASSIGN_CACHE: dict[str, dict[str, list[tuple[float, int]]]] = {}
 
 
-def assign(kinds: dict[str, str], items: list[str], stem: Callable[[str], str], stop: set[str]
-           ) -> dict[str, list[tuple[float, int]]]:
+def assign(kinds: dict[str, str], items: list[str], stem: Callable[[str], str], stop: set[str],
+           descriptions: list[str] | None = None) -> dict[str, list[tuple[float, int]]]:
     """kind -> [(similarity, item index)]: a one-to-one matching of kinds and items, most similar pairs
     first (a greedy maximum matching), so two kinds never take the same item and an item that is a bit
     similar to everything is not taken by the wrong kind."""
-    key = json.dumps([sorted(kinds), items])
+    key = json.dumps([sorted(kinds), items, descriptions])
     if key in _ASSIGN_CACHE:
         return _ASSIGN_CACHE[key]
     names = list(kinds)
     sims = similarity_matrix([kinds[n] for n in names], items, stem, stop)
+    if descriptions is not None:  # an opaque name adds noise: the description alone may mean more
+        alone = similarity_matrix([kinds[n] for n in names], descriptions, stem, stop)
+        sims = [[max(a, b) for a, b in zip(r1, r2, strict=True)] for r1, r2 in zip(sims, alone, strict=True)]
     pairs = sorted(((sims[i][j], i, j) for i in range(len(names)) for j in range(len(items))), reverse=True)
     out: dict[str, list[tuple[float, int]]] = {n: [] for n in names}
     used_kind: set[int] = set()
