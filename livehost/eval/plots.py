@@ -35,19 +35,19 @@ def bars_with_ci(labels: Sequence[str], series: Mapping[str, Sequence[tuple[floa
                  ylabel: str, horizontal: bool | None = None) -> str | None:
     """Grouped bars; each series value is (estimate, low, high).
 
-    Many labels (more than 6) are drawn as horizontal bars — one row per label, label text
-    readable, the figure as wide as a page column and as tall as it needs — with the legend below
-    the plot, never over the bars.
+    More than three labels are drawn as horizontal bars — one row per label, label text readable,
+    the figure as wide as a page column and as tall as it needs — with the legend below the plot,
+    never over the bars or the labels.
     """
     plt = _plt()
     if plt is None:
         return None
     import numpy as np
 
-    horizontal = len(labels) > 6 if horizontal is None else horizontal
+    horizontal = len(labels) > 3 if horizontal is None else horizontal
     n_series = max(1, len(series))
     if horizontal:
-        fig, ax = plt.subplots(figsize=(8.0, 1.2 + 0.26 * len(labels) * n_series))
+        fig, ax = plt.subplots(figsize=(8.0, 1.2 + 0.18 * len(labels) * n_series))
     else:
         fig, ax = plt.subplots(figsize=(min(8.0, max(5.0, 0.6 * len(labels) * n_series)), 3.6))
     width = 0.8 / n_series
@@ -72,7 +72,7 @@ def bars_with_ci(labels: Sequence[str], series: Mapping[str, Sequence[tuple[floa
         ax.set_ylabel(ylabel)
     ax.set_title(title)
     if len(series) > 1:
-        ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.06 if horizontal else -0.25),
+        ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.08) if horizontal else (0.5, 1.12),
                   ncol=len(series), frameon=False)
     return _png(fig, plt)
 
@@ -102,14 +102,16 @@ def histogram_figure(plt: Any, values: Sequence[float], *, title: str, xlabel: s
         return None
     fig, ax = plt.subplots(figsize=(8.0, 3.4))
     positive = data[data > 0]
-    median = float(np.median(positive)) if positive.size else 0.0
-    log = positive.size == data.size and median > 0 and float(data.max()) > log_ratio * median
+    median = float(np.median(data))
+    log = positive.size > 0 and median > 0 and float(data.max()) > log_ratio * median
     if log:
         lo, hi = float(positive.min()), float(positive.max())
+        zeros = int(data.size - positive.size)
         bins = np.geomspace(lo, hi * 1.0001, 31) if hi > lo else 30
-        ax.hist(data, bins=bins, color="#4a8")
+        ax.hist(np.maximum(data, lo), bins=bins, color="#4a8")  # a log axis has no 0: zeros go to the first bin
         ax.set_xscale("log")
-        xlabel = f"{xlabel} (log scale: the largest value is {hi / median:.0f}x the median)"
+        xlabel = f"{xlabel} (log scale: the largest value is {hi / median:.0f}x the median"
+        xlabel += f"; {zeros} value(s) of 0 in the first bar)" if zeros else ")"
     else:
         ax.hist(data, bins=30, color="#4a8")
     top = ax.get_ylim()[1]

@@ -1,9 +1,10 @@
 """Screenshots of the evaluation report and of the avatar preview, taken in headless Chromium.
 
-The report comes from a real run: 160 dev-set cases through the request path on real PostgreSQL and
-Triton (``run_cases``), judged, rendered to HTML. The page must fit a 1,000 px wide window (no
-horizontal scrolling: every plot scales to the page) and its plots must be loaded images. The
-preview plays espeak segments, with a cancelled request in its log (a text badge).
+The report comes from a real run: every third dev-set case (172, every category) through the
+request path on real PostgreSQL and Triton (``run_cases``), judged, rendered to HTML. The page
+must fit a 1,000 px wide window (no horizontal scrolling: every plot scales to the page) and its
+plots must be loaded images. The preview plays espeak segments, with a cancelled request in its
+log (a text badge).
 
 ``make screenshots`` runs this with ``LIVEHOST_SCREENSHOTS=docs/img`` and so refreshes
 ``docs/img/report.png`` and ``docs/img/preview.png``; otherwise the pictures go to a temporary folder.
@@ -31,7 +32,6 @@ from tests.integration.test_preview import CHROMIUM, CHROMIUM_ARGS
 pytestmark = pytest.mark.integration
 
 DEVSET = REPO_ROOT / "eval" / "devset.jsonl"
-N_CASES = 160
 WIDTH = 1000
 
 
@@ -79,9 +79,9 @@ async def test_report_screenshot_fits_the_page(stack: None, out_dir: Path, tmp_p
     from livehost.harness.loader import load
     from livehost.runner.api import run_cases
 
-    cases = [json.loads(line) for line in DEVSET.read_text().splitlines() if line.strip()][:N_CASES]
+    cases = [json.loads(line) for line in DEVSET.read_text().splitlines() if line.strip()][::3]
     results = await run_cases(load(REPO_ROOT / "harness" / "default"), cases, "policy_reference")
-    assert len(results) == N_CASES and all(r.get("latency_ms") is not None for r in results)
+    assert len(results) == len(cases) and all(r.get("latency_ms") is not None for r in results)
     report = build_report(judge_results_sync(results, cases), cases, n_boot=300)
     page_file = tmp_path / "report.html"
     page_file.write_text(render_html(report))

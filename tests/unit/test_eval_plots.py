@@ -26,11 +26,11 @@ def _overlaps(a: object, b: object) -> bool:
 
 
 def test_latency_histogram_uses_a_log_axis_for_an_outlier_and_labels_do_not_collide() -> None:
-    values = [12.0 + (i % 7) for i in range(500)] + [3000.0]
+    values = [12.0 + (i % 7) for i in range(500)] + [3000.0, 0.0]  # a 0 (dropped input) too
     marks = {"p50": 15.0, "p95": 18.0, "p99": 18.0}
     fig = plots.histogram_figure(plt, values, title="Latency", xlabel="ms", marks=marks)
     ax = fig.axes[0]
-    assert ax.get_xscale() == "log" and "log scale" in ax.get_xlabel()
+    assert ax.get_xscale() == "log" and "log scale" in ax.get_xlabel() and "1 value(s) of 0" in ax.get_xlabel()
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
     boxes = [t.get_window_extent(renderer) for t in ax.texts]
