@@ -200,3 +200,19 @@ def test_redelivered_coupon_call_issues_one_coupon(stack: Settings) -> None:
             await close_case(pool, scope, faults)
 
     asyncio.run(_with_pool(stack, go))
+
+
+def test_cli_prints_a_summary_and_lists_cases_only_when_verbose(stack: Settings, tmp_path: Path) -> None:
+    out = tmp_path / "results.jsonl"
+    quiet = CliRunner().invoke(app, ["run", "--cases", str(CASES_PATH), "--out", str(out)], terminal_width=120)
+    assert quiet.exit_code == 0, quiet.output
+    lines = quiet.output.splitlines()
+    assert not any(line.startswith(f"{c['id']}:") for c in CASES for line in lines), quiet.output
+    results = [json.loads(line) for line in out.read_text().splitlines()]
+    passed = sum(check(BY_ID[r["id"]], r)["passed"] for r in results)
+    assert f"expect block passed │ {passed} of {len(CASES)}" in " ".join(quiet.output.split()).replace("  ", " ")
+    assert "livehost eval judge --results" in quiet.output
+    verbose = CliRunner().invoke(app, ["run", "--cases", str(CASES_PATH), "--out", str(out), "--verbose"],
+                                 terminal_width=200)
+    assert verbose.exit_code == 0, verbose.output
+    assert all(any(line.startswith(f"{c['id']}:") for line in verbose.output.splitlines()) for c in CASES)
