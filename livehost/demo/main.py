@@ -50,8 +50,8 @@ def print_summary(console: Console, report: SessionReport, audio_dir: str, ready
     for seg in report.segments:
         if not seg["cancel"]:
             spoken[seg["request_id"]] = spoken.get(seg["request_id"], 0) + 1
-    for seg in report.segments:
-        if seg["cancel"]:
+    for seg in report.segments:  # speeches of this session's requests that the voice stopped, and why
+        if seg["cancel"] and seg["request_id"] in report.outcomes:
             console.print(f"✂  {seg['room_id']} {seg['request_id']}: speech cut after "
                           f"{spoken.get(seg['request_id'], 0)} segment(s) — {seg.get('reason') or 'cancelled'}")
     from livehost.voice import concat_sessions
