@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import typer
 from rich.console import Console
@@ -53,6 +54,43 @@ def stack_status() -> None:
         table.add_row(name, str(info.get("pid") or "-"), json.dumps(info.get("ports") or {}),
                       str(info.get("alive")), str(info.get("healthy")))
     console.print(table)
+
+
+topics_app = typer.Typer(help="Kafka topics as declared in livehost/topics.py.", no_args_is_help=True)
+app.add_typer(topics_app, name="topics")
+
+
+@topics_app.command("show")
+def topics_show() -> None:
+    """The declared topics: key, partitions, schema, retention and cleanup policy."""
+    from livehost.topics import ALL_TOPICS, DAY_MS, HOUR_MS
+
+    def span(ms: int) -> str:
+        return "forever" if ms < 0 else f"{ms // DAY_MS} d" if ms % DAY_MS == 0 else f"{ms // HOUR_MS} h"
+
+    table = Table("topic", "key", "partitions", "schema", "retention", "cleanup")
+    for t in ALL_TOPICS:
+        table.add_row(t.name, t.key, str(t.partitions), t.schema or "(Faust changelog)", span(t.retention_ms),
+                      t.cleanup_policy)
+    console.print(table)
+
+
+@topics_app.command("apply")
+def topics_apply() -> None:
+    """Create missing topics, add missing partitions, set changed topic configs on the configured broker."""
+    import asyncio
+
+    from livehost.config import load_settings
+    from livehost.kafka import apply_topics, wait_for_broker
+
+    settings = load_settings()
+
+    async def run() -> list[Any]:
+        await wait_for_broker(settings, attempts=30)
+        return await apply_topics(settings)
+
+    for change in asyncio.run(run()):
+        console.print(f"{change.action:>10}  {change.topic}  {change.detail}".rstrip())
 
 
 @app.command("demo")

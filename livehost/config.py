@@ -99,10 +99,13 @@ class Settings(BaseSettings):
     # Idempotent producers (no duplicates from producer retries); Tansu's env file turns them off.
     kafka_enable_idempotence: bool = True
     kafka_replication_factor: int = 1
-    # Consumer groups whose consume-process-produce step runs in Kafka transactions (exactly-once for
-    # read_committed readers); README "Delivery guarantees" says which and why (measured cost).
-    kafka_transactional_groups: list[str] = []
+    # Kafka transactions for the steps that choose them (each service's settings module says whether
+    # its consume-process-produce step is transactional — a ConsumerLoop in a transaction per batch, or
+    # Faust's exactly_once guarantee — and why; README "Delivery guarantees" has the measured cost).
+    # This switch turns them all off; on Tansu they are always off.
+    kafka_transactions: bool = True
     kafka_transaction_timeout_ms: int = 10_000
+
     # Names this process among the replicas of its service (the supervisor sets it): stable transactional
     # ids, so a restarted replica fences its dead predecessor at once.
     replica_id: str = ""

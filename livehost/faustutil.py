@@ -23,29 +23,51 @@ from livehost.kafka import now_ms
 from livehost.topics import DEAD_LETTER, Topic
 
 log = logging.getLogger(__name__)
-_PATCHED_WAIT: dict[str, Any] = {}
+_PATCHED: dict[str, Any] = {}
 
 
-def _patch_fetch_wait(fetch_max_wait_ms: int) -> None:
-    if _PATCHED_WAIT.get("ms") == fetch_max_wait_ms:
+def _patch_faust_clients(fetch_max_wait_ms: int | None, read_committed: bool, idempotent: bool) -> None:
+    """Faust builds its worker consumer and its producers itself, with settings it does not expose:
+
+    - ``isolation_level`` is read_committed only under its own exactly_once guarantee, but the steps
+      upstream of the stream processors write in Kafka transactions, so records of an aborted
+      transaction must never reach them;
+    - its producers are idempotent only under exactly_once;
+    - its worker consumer's fetch wait is hard-coded (the Tansu workaround above).
+    """
+    wanted = (fetch_max_wait_ms, read_committed, idempotent)
+    if _PATCHED.get("wanted") == wanted:
         return
     thread_cls: Any = faust_aiokafka.AIOKafkaConsumerThread
-    original = _PATCHED_WAIT.get("original") or thread_cls._create_worker_consumer
-    _PATCHED_WAIT["original"] = original
+    producer_cls: Any = faust_aiokafka.Producer
+    original = _PATCHED.setdefault("consumer", thread_cls._create_worker_consumer)
+    original_extra = _PATCHED.setdefault("extra", producer_cls._settings_extra)
 
     def create(self: Any, transport: Any) -> Any:
         consumer = original(self, transport)
-        consumer._fetch_max_wait_ms = fetch_max_wait_ms
+        if fetch_max_wait_ms is not None:
+            consumer._fetch_max_wait_ms = fetch_max_wait_ms
+        if read_committed:
+            consumer._isolation_level = "read_committed"  # read by the fetcher it creates at start()
         return consumer
 
+    def extra(self: Any) -> Any:
+        out = dict(original_extra(self))
+        if idempotent:
+            out.update(acks="all", enable_idempotence=True)
+        return out
+
     thread_cls._create_worker_consumer = create
-    _PATCHED_WAIT["ms"] = fetch_max_wait_ms
+    producer_cls._settings_extra = extra
+    _PATCHED["wanted"] = wanted
 
 
-def make_app(app_id: str, settings: Settings, **overrides: Any) -> faust.App:
+def make_app(app_id: str, settings: Settings, *, exactly_once: bool = False, **overrides: Any) -> faust.App:
+    """A Faust app with LiveHost's settings; ``exactly_once`` is the processor's choice of Faust's
+    exactly_once guarantee (transactions per source partition), which ``kafka_transactions`` can veto."""
     tansu = settings.kafka_flavour == "tansu"
-    if tansu:
-        _patch_fetch_wait(max(settings.kafka_fetch_max_wait_ms, 10))
+    _patch_faust_clients(max(settings.kafka_fetch_max_wait_ms, 10) if tansu else None,
+                         read_committed=not tansu, idempotent=settings.kafka_enable_idempotence and not tansu)
     datadir = state_dir() / "faust"
     datadir.mkdir(parents=True, exist_ok=True)
     conf: dict[str, Any] = dict(
@@ -63,6 +85,8 @@ def make_app(app_id: str, settings: Settings, **overrides: Any) -> faust.App:
     )
     if tansu:
         conf["producer_max_batch_size"] = 1
+    elif exactly_once and settings.kafka_transactions:
+        conf["processing_guarantee"] = "exactly_once"
     conf.update(overrides)
     return faust.App(app_id, **conf)
 

@@ -3,8 +3,8 @@ that sends undecodable or unprocessable records to the dead-letter topic and kee
 
 Delivery is at-least-once by default: offsets are committed only after a batch was handled, and every
 handler is idempotent (keyed by request id + step). Producers are idempotent (no duplicates from
-their own retries). A consumer group named in ``kafka_transactional_groups`` runs each batch as one
-Kafka transaction instead — the records it produces and its input offsets commit together or not at
+their own retries). A consumer loop created with ``transactional=True`` runs each batch as one Kafka
+transaction instead — the records it produces and its input offsets commit together or not at
 all — so the consume-process-produce step is exactly-once for ``read_committed`` readers (all of
 LiveHost's consumers read committed).
 """
@@ -24,7 +24,7 @@ from typing import Any
 import asyncpg
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
-from aiokafka.errors import KafkaConnectionError, KafkaError, TopicAlreadyExistsError
+from aiokafka.errors import KafkaConnectionError, KafkaError, TopicAlreadyExistsError, for_code
 
 from livehost import codec, metrics
 from livehost.config import Settings
@@ -75,7 +75,7 @@ async def wait_for_broker(settings: Settings, attempts: int | None = None) -> No
 
 
 async def ensure_topics(settings: Settings, topics: Iterable[Topic] = ALL_TOPICS) -> list[str]:
-    """Create the declared topics that do not exist yet; returns the names created."""
+    """Create the declared topics that do not exist yet, with their configs; returns the names created."""
     admin = AIOKafkaAdminClient(**client_options(settings), request_timeout_ms=10000)
     await admin.start()
     try:
@@ -86,13 +86,76 @@ async def ensure_topics(settings: Settings, topics: Iterable[Topic] = ALL_TOPICS
             configs = topic.configs()
             if settings.kafka_flavour == "tansu":
                 configs = {}  # accepted but never applied by Tansu; don't pretend
-            try:
-                await admin.create_topics([NewTopic(topic.name, topic.partitions, settings.kafka_replication_factor,
-                                                    topic_configs=configs)])
-                created.append(topic.name)
-            except TopicAlreadyExistsError:
-                pass  # another service created it concurrently
+            response = await admin.create_topics([NewTopic(topic.name, topic.partitions,
+                                                           settings.kafka_replication_factor, topic_configs=configs)])
+            for name, code, *rest in response.topic_errors:  # errors come back per topic, not raised
+                if code == TopicAlreadyExistsError.errno:
+                    continue  # another service created it concurrently
+                if code:
+                    raise for_code(code)(f"cannot create topic {name}: {rest[0] if rest else ''}")
+                created.append(name)
+        if created:
+            await _wait_for_leaders(admin, {t.name: t.partitions for t in missing if t.name in created})
         return created
+    finally:
+        await admin.close()
+
+
+async def _wait_for_leaders(admin: AIOKafkaAdminClient, wanted: dict[str, int], timeout_s: float = 15.0) -> None:
+    """Creation returns before every partition has a leader; the first produce would then be refused."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        described = await admin.describe_topics(list(wanted))
+        ready = {d["topic"]: sum(1 for p in d["partitions"] if p.get("leader", -1) >= 0) for d in described}
+        if all(ready.get(name, 0) >= n for name, n in wanted.items()) or time.monotonic() > deadline:
+            return
+        await asyncio.sleep(0.05)
+
+
+@dataclass
+class TopicChange:
+    topic: str
+    action: str  # created | configs | partitions | ok
+    detail: str = ""
+
+
+async def apply_topics(settings: Settings, topics: Iterable[Topic] = ALL_TOPICS) -> list[TopicChange]:
+    """Make the broker match ``livehost.topics``: create missing topics, add partitions to topics that
+    have fewer than declared (never fewer: that would move keys), and set changed topic configs. What
+    `livehost topics apply`, the compose ``topics`` job and the chart's topics Job run."""
+    from aiokafka.admin import NewPartitions
+    from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
+
+    topics = list(topics)
+    created = set(await ensure_topics(settings, topics))
+    changes = [TopicChange(name, "created") for name in sorted(created)]
+    if settings.kafka_flavour == "tansu":
+        return changes
+    admin = AIOKafkaAdminClient(**client_options(settings), request_timeout_ms=10000)
+    await admin.start()
+    try:
+        existing = [t for t in topics if t.name not in created]
+        described = await admin.describe_topics([t.name for t in existing]) if existing else []
+        partitions = {d["topic"]: len(d["partitions"]) for d in described}
+        grow = {t.name: NewPartitions(t.partitions) for t in existing if partitions.get(t.name, 0) < t.partitions}
+        if grow:
+            await admin.create_partitions(grow)
+        responses = await admin.describe_configs(
+            [ConfigResource(ConfigResourceType.TOPIC, t.name, configs=None) for t in existing])
+        current: dict[str, dict[str, str]] = {}
+        for response in responses:
+            for resource in response.resources:
+                current[resource[3]] = {entry[0]: entry[1] for entry in resource[4]}
+        for t in existing:
+            diff = {k: v for k, v in t.configs().items() if current.get(t.name, {}).get(k) != v}
+            if t.name in grow:
+                changes.append(TopicChange(t.name, "partitions", f"{partitions.get(t.name)} -> {t.partitions}"))
+            if diff:
+                await admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, t.name, configs=t.configs())])
+                changes.append(TopicChange(t.name, "configs", ", ".join(f"{k}={v}" for k, v in sorted(diff.items()))))
+            elif t.name not in grow:
+                changes.append(TopicChange(t.name, "ok"))
+        return changes
     finally:
         await admin.close()
 
@@ -191,6 +254,7 @@ class ConsumerLoop:
     handler: Handler
     producer: Producer
     auto_offset_reset: str = "earliest"
+    transactional: bool = False  # the step's choice; settings.kafka_transactions can turn it off
 
     def __post_init__(self) -> None:
         self._stop = asyncio.Event()
@@ -201,10 +265,10 @@ class ConsumerLoop:
         self._stop.set()
 
     @property
-    def transactional(self) -> bool:
-        return self.group_id in self.settings.kafka_transactional_groups and self.settings.kafka_flavour != "tansu"
+    def in_transactions(self) -> bool:
+        return self.transactional and self.settings.kafka_transactions and self.settings.kafka_flavour != "tansu"
 
-    async def _start(self, factory: Callable[[], Any], what: str) -> Any:
+    async def _start_client(self, factory: Callable[[], Any], what: str) -> Any:
         for delay in backoff_delays(self.settings.connect_backoff_initial_s, self.settings.connect_backoff_max_s):
             client = factory()
             try:
@@ -217,7 +281,7 @@ class ConsumerLoop:
         raise AssertionError("unreachable")  # backoff_delays is endless
 
     async def run(self) -> None:
-        consumer: AIOKafkaConsumer = await self._start(lambda: AIOKafkaConsumer(
+        consumer: AIOKafkaConsumer = await self._start_client(lambda: AIOKafkaConsumer(
             *[t.name for t in self.topics],
             **consumer_options(self.settings),
             group_id=self.group_id,
@@ -228,8 +292,8 @@ class ConsumerLoop:
             heartbeat_interval_ms=self.settings.kafka_heartbeat_interval_ms,
         ), "consumer")
         txn: AIOKafkaProducer | None = None
-        if self.transactional:
-            txn = await self._start(lambda: AIOKafkaProducer(
+        if self.in_transactions:
+            txn = await self._start_client(lambda: AIOKafkaProducer(
                 **client_options(self.settings), client_id=f"{self.settings.kafka_client_id}-{self.group_id}-txn",
                 transactional_id=transactional_id(self.settings, self.group_id),
                 transaction_timeout_ms=self.settings.kafka_transaction_timeout_ms, linger_ms=1,

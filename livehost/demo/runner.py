@@ -21,7 +21,7 @@ from livehost.config import Settings
 from livehost.demo.script import SESSION, Line
 from livehost.gen.livehost.ingest.v1 import ingest_pb2, ingest_pb2_grpc
 from livehost.grpcutil import make_channel
-from livehost.kafka import Producer, now_ms
+from livehost.kafka import Producer, consumer_options, now_ms
 from livehost.topics import AVATAR_SEGMENTS, REPLIES, ROOM_EVENTS
 
 GRPC_ROOMS = {"room-a"}
@@ -119,9 +119,8 @@ async def play(settings: Settings, ingest_target: str, rooms: list[dict[str, Any
                session: list[Line] = SESSION, settle_s: float = 45.0) -> SessionReport:
     report = SessionReport()
     started_ms = now_ms()
-    consumer = AIOKafkaConsumer(REPLIES.name, AVATAR_SEGMENTS.name, bootstrap_servers=settings.kafka_bootstrap,
-                                group_id=f"demo-{uuid.uuid4().hex[:8]}", auto_offset_reset="earliest",
-                                fetch_max_wait_ms=settings.kafka_fetch_max_wait_ms)
+    consumer = AIOKafkaConsumer(REPLIES.name, AVATAR_SEGMENTS.name, **consumer_options(settings),
+                                group_id=f"demo-{uuid.uuid4().hex[:8]}", auto_offset_reset="earliest")
     await consumer.start()
     producer = Producer(settings)
     await producer.start()

@@ -40,6 +40,7 @@ from livehost.config import Settings
 from livehost.harness.loader import from_dict
 from livehost.harness.model import Harness
 from livehost.harness.registry import GLOBAL, Registry, arm_target, room_target
+from livehost.kafka import consumer_options
 from livehost.retry import backoff_delays
 from livehost.topics import HARNESS_EVENTS
 
@@ -56,7 +57,8 @@ async def ensure_events_topic(bootstrap: str) -> None:
     try:
         if HARNESS_EVENTS.name not in set(await admin.list_topics()):
             with contextlib.suppress(TopicAlreadyExistsError):
-                await admin.create_topics([NewTopic(HARNESS_EVENTS.name, HARNESS_EVENTS.partitions, 1)])
+                await admin.create_topics([NewTopic(HARNESS_EVENTS.name, HARNESS_EVENTS.partitions, 1,
+                                                    topic_configs=HARNESS_EVENTS.configs())])
     finally:
         await admin.close()
 
@@ -281,10 +283,9 @@ class RegistryHarnessProvider:
             # every event, and there is no group join to wait for). Reading from the earliest offset
             # and skipping events older than our start avoids Tansu's unreliable "latest" offset.
             consumer = AIOKafkaConsumer(
-                HARNESS_EVENTS.name, bootstrap_servers=s.kafka_bootstrap, group_id=None,
+                HARNESS_EVENTS.name, **consumer_options(s), group_id=None,
                 client_id=f"{s.kafka_client_id}-{self.service}-harness", auto_offset_reset="earliest",
-                enable_auto_commit=False, fetch_max_wait_ms=s.kafka_fetch_max_wait_ms,
-                metadata_max_age_ms=5000)
+                enable_auto_commit=False, metadata_max_age_ms=5000)
             try:
                 await ensure_events_topic(s.kafka_bootstrap)
                 await consumer.start()

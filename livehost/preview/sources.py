@@ -13,6 +13,7 @@ from aiokafka import AIOKafkaConsumer
 from livehost import codec
 from livehost.config import Settings
 from livehost.grpcutil import make_channel
+from livehost.kafka import consumer_options
 from livehost.preview.hub import SegmentHub
 from livehost.retry import backoff_delays
 from livehost.topics import AVATAR_SEGMENTS
@@ -27,10 +28,9 @@ async def kafka_feed(settings: Settings, hub: SegmentHub, room: str | None = Non
     ``room`` None feeds every room. Runs until cancelled.
     """
     consumer = AIOKafkaConsumer(
-        AVATAR_SEGMENTS.name, bootstrap_servers=settings.kafka_bootstrap,
+        AVATAR_SEGMENTS.name, **consumer_options(settings),
         group_id=f"livehost-preview-{uuid.uuid4().hex[:8]}", enable_auto_commit=False,
-        auto_offset_reset="earliest" if from_beginning else "latest",
-        fetch_max_wait_ms=settings.kafka_fetch_max_wait_ms)
+        auto_offset_reset="earliest" if from_beginning else "latest")
     await consumer.start()
     try:
         if not from_beginning:

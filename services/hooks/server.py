@@ -13,7 +13,7 @@ import asyncio
 import json
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import faust
 
@@ -89,11 +89,12 @@ def build(settings: Settings | None = None, *, sender: Sender | None = None,
           provider_factory: ProviderFactory | None = None, clock: Clock = now_ms,
           assigner_factory: AssignerFactory | None = None) -> HooksApp:
     settings = settings or load_settings()
-    app = make_app(hooks_settings.APP_ID, settings)
+    app = make_app(hooks_settings.APP_ID, settings, exactly_once=hooks_settings.EXACTLY_ONCE)
     topics = {t.name: faust_topic(app, t) for t in (ROOM_EVENTS, ACTIONS, REQUESTS, TOOL_CALLS, REPLIES, DEAD_LETTER)}
     rooms = app.Table("rooms", default=None, partitions=ROOM_EVENTS.partitions, key_type=str, value_type=str)
-    if rooms.changelog_topic_name != HOOKS_ROOMS_CHANGELOG.name:  # declared (and created) in livehost.topics
-        raise RuntimeError(f"table changelog {rooms.changelog_topic_name} is not declared in livehost.topics")
+    changelog = cast(Any, rooms).changelog_topic_name
+    if changelog != HOOKS_ROOMS_CHANGELOG.name:  # declared (and created) in livehost.topics
+        raise RuntimeError(f"table changelog {changelog} is not declared in livehost.topics")
     holder: dict[str, HooksHandler] = {}
     lock = asyncio.Lock()
     make_provider = provider_factory or _registry_provider

@@ -62,7 +62,8 @@ def build(settings: Settings | None = None) -> ServiceRuntime:
         await producer.send(ACTIONS, action["state"]["room_id"], action)
 
     runtime.connect.append(connect)
-    runtime.consumers.append(ConsumerLoop(settings, service_settings.GROUP_ID, [PROMPTS], on_prompt, producer))
+    runtime.consumers.append(ConsumerLoop(settings, service_settings.GROUP_ID, [PROMPTS], on_prompt, producer,
+                                          transactional=service_settings.TRANSACTIONAL))
     runtime.servicers.append((policy_pb2_grpc.add_PolicyServiceServicer_to_server,
                               PolicyServicer(handler, settings.policy_model)))
     return runtime

@@ -3,6 +3,9 @@
 from livehost.config import Settings
 
 GROUP_ID = "livehost-policy"
+# Kafka transactions for this step (README "Delivery guarantees"): a redelivered prompt would ask the
+# model again and emit a second action for the same turn, which the hooks processor would route twice.
+TRANSACTIONAL = True
 
 
 def grpc_port(s: Settings) -> int:

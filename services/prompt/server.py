@@ -54,6 +54,6 @@ def build(settings: Settings | None = None) -> ServiceRuntime:
 
     runtime.connect.append(connect)
     runtime.consumers.append(ConsumerLoop(settings, service_settings.GROUP_ID, [REQUESTS, TOOL_RESULTS],
-                                          on_record, producer))
+                                          on_record, producer, transactional=service_settings.TRANSACTIONAL))
     runtime.servicers.append((prompt_pb2_grpc.add_PromptAssemblyServiceServicer_to_server, PromptServicer(holder)))
     return runtime

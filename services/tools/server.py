@@ -71,6 +71,7 @@ def build(settings: Settings | None = None) -> ServiceRuntime:
         await producer.send(TOOL_RESULTS, result["state"]["room_id"], result)
 
     runtime.connect.append(connect)
-    runtime.consumers.append(ConsumerLoop(settings, service_settings.GROUP_ID, [TOOL_CALLS], on_call, producer))
+    runtime.consumers.append(ConsumerLoop(settings, service_settings.GROUP_ID, [TOOL_CALLS], on_call, producer,
+                                          transactional=service_settings.TRANSACTIONAL))
     runtime.servicers.append((tools_pb2_grpc.add_ToolExecutionServiceServicer_to_server, ToolsServicer(holder)))
     return runtime

@@ -3,6 +3,9 @@
 from livehost.config import Settings
 
 GROUP_ID = "livehost-tools"
+# Kafka transactions for this step (README "Delivery guarantees"): side effects are already once per
+# idempotency key in PostgreSQL; the transaction makes the tool result itself appear once.
+TRANSACTIONAL = True
 
 
 def grpc_port(s: Settings) -> int:

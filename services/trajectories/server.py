@@ -80,7 +80,7 @@ class RecorderApp:
 def build(settings: Settings | None = None, *, store_factory: StoreFactory | None = None,
           sender: Sender | None = None) -> RecorderApp:
     settings = settings or load_settings()
-    app = make_app(traj_settings.APP_ID, settings)
+    app = make_app(traj_settings.APP_ID, settings, exactly_once=traj_settings.EXACTLY_ONCE)
     topics = {t.name: faust_topic(app, t) for t in (REPLIES, TRAJECTORIES, DEAD_LETTER)}
     holder: dict[str, Any] = {}
     lock = asyncio.Lock()

@@ -28,7 +28,7 @@ from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, ConsumerRecord
 from aiokafka.errors import KafkaConnectionError, KafkaError
 
 from livehost import codec
-from livehost.kafka import ConsumerLoop, dead_letter
+from livehost.kafka import ConsumerLoop, consumer_options, dead_letter
 from livehost.retry import backoff_delays
 from livehost.topics import Topic, by_name
 
@@ -110,12 +110,11 @@ class KeyedConsumerLoop(ConsumerLoop):
 
         for delay in backoff_delays(self.settings.connect_backoff_initial_s, self.settings.connect_backoff_max_s):
             consumer = AIOKafkaConsumer(
-                bootstrap_servers=self.settings.kafka_bootstrap,
+                **consumer_options(self.settings),
                 group_id=self.group_id,
                 client_id=f"{self.settings.kafka_client_id}-{self.group_id}",
                 enable_auto_commit=False,
                 auto_offset_reset=self.auto_offset_reset,
-                fetch_max_wait_ms=self.settings.kafka_fetch_max_wait_ms,
                 session_timeout_ms=self.settings.kafka_session_timeout_ms,
                 heartbeat_interval_ms=self.settings.kafka_heartbeat_interval_ms,
             )

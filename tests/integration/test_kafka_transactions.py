@@ -10,7 +10,6 @@ import subprocess
 import sys
 import textwrap
 import time
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -37,8 +36,7 @@ STEP = textwrap.dedent("""
     from livehost.topics import ROOM_EVENTS
 
     async def main(bootstrap: str, delay: float) -> None:
-        settings = Settings(kafka_bootstrap=bootstrap, kafka_transactional_groups=["%(group)s"],
-                            replica_id="r0", connect_backoff_initial_s=0.05)
+        settings = Settings(kafka_bootstrap=bootstrap, replica_id="r0", connect_backoff_initial_s=0.05)
         producer = Producer(settings)
         await producer.start()
 
@@ -46,7 +44,7 @@ STEP = textwrap.dedent("""
             await producer.send_raw("%(out)s", rec.key, record["event_id"].encode())
             await asyncio.sleep(delay)
 
-        loop = ConsumerLoop(settings, "%(group)s", [ROOM_EVENTS], handler, producer)
+        loop = ConsumerLoop(settings, "%(group)s", [ROOM_EVENTS], handler, producer, transactional=True)
         print("RUNNING", flush=True)
         await loop.run()
 
