@@ -80,7 +80,7 @@ def similarity_matrix(left: list[str], right: list[str], stem: Callable[[str], s
     if left and right and embed.available():
         a = embed.embed(left)
         b = embed.embed(right)
-        return [[float(x) for x in row] for row in a @ b.T]
+        return [[float(x) for x in row] for row in embed.rescale(a @ b.T)]
     return [[_lexical(x, y, stem, stop) for y in right] for x in left]
 
 

