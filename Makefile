@@ -7,7 +7,7 @@ PYTHON      := $(VENV)/bin/python
 LIVEHOST    := $(VENV)/bin/livehost
 STAMP       := $(VENV)/.installed
 
-.PHONY: run test install kafka-lock up down status lint typecheck protos protos-check unit integration e2e bench bench-voice bench-latency clean
+.PHONY: run test install kafka-lock up down status lint typecheck protos protos-check unit integration e2e bench bench-voice bench-latency bench-reject fuzz clean
 
 ## README command 1: install what is missing, start the stack and every service, play the session, stop.
 run: install
@@ -101,8 +101,17 @@ screenshots: install
 docs-test: install
 	$(VENV)/bin/pytest -q tests/e2e/test_docs.py
 
+## Property-based fuzzing (hypothesis): Avro records of every topic, every gRPC request message, harness
+## bundles, model outputs, comments — 250 inputs per property (>= 10,000 in all), counts printed at the
+## end. `make test` runs the same properties with 40 inputs each.
+fuzz: install
+	LIVEHOST_FUZZ_EXAMPLES=250 $(VENV)/bin/pytest -q tests/fuzz -p no:cacheprovider
+
 ## Benchmarks print figures; they are not part of `make test`.
-bench: bench-voice bench-latency
+bench: bench-voice bench-latency bench-reject
+
+bench-reject: install
+	$(PYTHON) benchmarks/bench_reject.py
 
 bench-voice: install
 	$(PYTHON) benchmarks/bench_voice.py

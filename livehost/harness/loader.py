@@ -98,7 +98,8 @@ def _locate(loc: tuple[Any, ...], raw: dict[str, Any]) -> tuple[str, str]:
     rest = ".".join(str(x) for x in loc[1:])
     if head == "skills" and len(loc) > 1 and isinstance(loc[1], int):
         skill = raw["skills"][loc[1]]
-        return skill.get("_file", "skills/?"), ".".join(str(x) for x in loc[2:]) or "-"
+        file = skill.get("_file", "skills/?") if isinstance(skill, dict) else f"skills[{loc[1]}]"
+        return file, ".".join(str(x) for x in loc[2:]) or "-"
     files = {"tools": "tools.yaml", "hooks": "hooks.yaml", "prompt": "prompt.yaml", "rules": "rules.yaml"}
     if head in files:
         return files[head], f"{head}.{rest}" if rest else str(head)

@@ -176,7 +176,7 @@ class _Checker:
                 self.warn(file, "body", "skill body is empty: loading it gives the model nothing")
             tools = _list(skill.get("tools"))
             for tool in tools:
-                if tool not in self.tool_names:
+                if not isinstance(tool, str) or tool not in self.tool_names:  # (a list is unhashable)
                     self.err(file, "tools", f"unknown tool {tool!r}")
             for tool in {t for t in tools if isinstance(t, str) and tools.count(t) > 1}:
                 self.warn(file, "tools", f"tool {tool!r} listed more than once")
@@ -190,7 +190,7 @@ class _Checker:
         from livehost.commerce.operations import OPERATIONS
 
         seen: set[str] = set()
-        used = {t for s in self.skills for t in _list(s.get("tools"))}
+        used = {t for s in self.skills for t in _list(s.get("tools")) if isinstance(t, str)}
         for i, tool in enumerate(self.tools):
             name = tool.get("name")
             where = f"tools[{i}] ({name})"
@@ -222,7 +222,7 @@ class _Checker:
                          f"unknown backend operation {op_name!r}; known: {', '.join(sorted(OPERATIONS))}")
             arguments = _dict(binding.get("arguments"))
             for op_param, arg in arguments.items():
-                if props is not None and arg not in props:
+                if props is not None and (not isinstance(arg, str) or arg not in props):
                     self.err("tools.yaml", f"{where}.binding.arguments.{op_param}",
                              f"binds to undefined argument {arg!r}")
                 if op is not None and op_param not in op.params:
@@ -277,7 +277,8 @@ class _Checker:
             if stage is not None and stage not in HOOK_STAGES:
                 self.err("hooks.yaml", f"{where}.stage",
                          f"unknown hook stage {stage!r}; known: {', '.join(HOOK_STAGES)}")
-            if kind in KIND_STAGES and stage in HOOK_STAGES and stage not in KIND_STAGES[kind]:
+            if isinstance(kind, str) and isinstance(stage, str) and kind in KIND_STAGES and stage in HOOK_STAGES \
+                    and stage not in KIND_STAGES[kind]:
                 self.err("hooks.yaml", f"{where}.stage",
                          f"a {kind} hook cannot run at stage {stage!r}; allowed: {', '.join(KIND_STAGES[kind])}")
             budget = hook.get("retry_budget", 2)
@@ -318,11 +319,11 @@ class _Checker:
             at = f"{where}.params.{key}"
             if key in ("tools", "allowed_tools"):
                 for name in _list(value):
-                    if name not in self.tool_names:
+                    if not isinstance(name, str) or name not in self.tool_names:
                         self.err("hooks.yaml", at, f"unknown tool {name!r}")
             if key == "skills":
                 for name in _list(value):
-                    if name not in self.skill_ids:
+                    if not isinstance(name, str) or name not in self.skill_ids:
                         self.err("hooks.yaml", at, f"unknown skill {name!r}")
             if spec is None:
                 continue
@@ -392,9 +393,9 @@ class _Checker:
                 self.warn("prompt.yaml", f"{where}.template", "template does not include {content}")
         order = _list(self.prompt.get("truncation_order"))
         for sid in order:
-            if sid not in ids:
+            if not isinstance(sid, str) or sid not in ids:
                 self.err("prompt.yaml", "truncation_order", f"unknown section {sid!r}")
-        for sid in {s for s in order if order.count(s) > 1}:
+        for sid in {s for s in order if isinstance(s, str) and order.count(s) > 1}:
             self.warn("prompt.yaml", "truncation_order", f"section {sid!r} listed more than once")
         for needed, why in (("skill_index", "the model cannot see which skills exist"),
                             ("loaded_skills", "loaded skill bodies never reach the model")):
@@ -419,9 +420,19 @@ class _Checker:
                 self.warn("rules.yaml", key, f"{value!r} listed more than once")
 
 
+UNCHECKABLE = "the bundle could not be checked (malformed structure)"
+
+
 def check_raw(raw: dict[str, Any]) -> list[Problem]:
-    """Cross-reference and sanity checks on raw bundle data (errors and warnings)."""
-    return _Checker(raw).run()
+    """Cross-reference and sanity checks on raw bundle data (errors and warnings).
+
+    A bundle whose shape the checks do not expect (a list where a name belongs, ...) is reported as
+    one error rather than raised: the Harness API answers INVALID_ARGUMENT, never INTERNAL. (The fuzz
+    tests treat this message as a crash to fix.)"""
+    try:
+        return _Checker(raw).run()
+    except (TypeError, AttributeError, KeyError, ValueError, IndexError) as exc:
+        return [Problem("bundle", "-", f"{UNCHECKABLE}: {type(exc).__name__}: {exc}")]
 
 
 # pydantic literal errors at these places are explained by check_raw in plainer words.
