@@ -10,7 +10,6 @@ from livehost.hooks.verdict import Verdict
 from livehost.understanding.normalize import normalize
 from livehost.understanding.screening import DEFAULT_THRESHOLDS, screen
 
-
 _REASON = {"injection": "prompt injection", "abuse": "abusive language", "compliance": "compliance",
            "spam": "spam"}
 
