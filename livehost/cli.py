@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -102,6 +102,40 @@ def demo(keep_stack: bool = typer.Option(False, help="Leave the embedded stack r
 
     code = run_demo(console, keep_stack=keep_stack, engine=engine or None, policy=policy or None)
     raise typer.Exit(code)
+
+
+pki_app = typer.Typer(help="The local certificate authority and per-identity mutual-TLS credentials.",
+                      no_args_is_help=True)
+app.add_typer(pki_app, name="pki")
+
+
+@pki_app.command("init")
+def pki_init() -> None:
+    """Create the CA and a credential for every identity bound in LIVEHOST_GRPC_ROLES (keeps existing ones)."""
+    from livehost.security import ensure_local_pki, pki_dir
+
+    made = ensure_local_pki()
+    console.print(f"{pki_dir()}: {'made ' + ', '.join(made) if made else 'every credential exists'}")
+
+
+@pki_app.command("rotate")
+def pki_rotate(identities: Annotated[list[str] | None, typer.Argument(
+                   help="Identities to reissue (default: all bound).")] = None,
+               ca: Annotated[bool, typer.Option("--ca", help="Also make a new CA (every credential is reissued).")]
+               = False) -> None:
+    """Reissue credentials (same CA), or make a new CA and reissue everything. Restart the services after."""
+    from livehost.config import load_settings
+    from livehost.security import pki_dir
+    from livehost.security.pki import rotate
+
+    settings = load_settings()
+    names = list(settings.grpc_roles) if ca or not identities else identities
+    unknown = [n for n in names if n not in settings.grpc_roles]
+    if unknown:
+        console.print(f"[red]not bound to any role:[/] {', '.join(unknown)} (LIVEHOST_GRPC_ROLES)")
+        raise typer.Exit(1)
+    done = rotate(pki_dir(settings), names, new_ca=ca)
+    console.print(f"reissued in {pki_dir(settings)}: {', '.join(done)}" + (" (new CA)" if ca else ""))
 
 
 @app.command("purge")

@@ -352,10 +352,13 @@ def _healthcheck(*args: str) -> subprocess.CompletedProcess[str]:
 def test_healthcheck_cli() -> None:
     from concurrent import futures
 
+    from livehost.grpcutil import server_credentials
+
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
     servicer = health.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(servicer, server)
-    port = server.add_insecure_port("127.0.0.1:0")
+    # a mutual-TLS port like every LiveHost server; the check presents its client certificate
+    port = server.add_secure_port("127.0.0.1:0", server_credentials("harness"))
     server.start()
     try:
         target = f"127.0.0.1:{port}"
