@@ -25,7 +25,7 @@ from typing import Any
 
 from livehost.understanding import choice
 from livehost.understanding.facts import Fact, attribute_facts, campaign_facts, faq_facts, rank
-from livehost.understanding.normalize import normalize
+from livehost.understanding.normalize import expand_shorthand, normalize
 from livehost.understanding.screening import DEFAULT_THRESHOLDS, screen
 
 # --------------------------------------------------------------------------- words
@@ -239,6 +239,7 @@ TOOL_MIN_SIMILARITY = 0.15
 INTENT_MIN_SIMILARITY = 0.55
 CTA_MIN_SIMILARITY = 0.45
 FACT_THRESHOLD = 0.36
+CURRENT_MARGIN = 0.15
 FACT_MARGIN = 0.05
 
 
@@ -391,8 +392,8 @@ class _Decider:
         comments = ctx.get("comments") or []
         merged = ctx.get("merged_text") or " ".join(str(c.get("text", "")) for c in comments if isinstance(c, dict))
         self.text = str(merged).strip()
-        self.low = self.text.lower()
-        self.text_stems = stems(self.text)
+        self.low = expand_shorthand(self.text)
+        self.text_stems = stems(self.low)
         self.room = ctx.get("room") or {}
         self.product = ctx.get("product") or None
         self.rules = ctx.get("rules") or {}
@@ -503,7 +504,16 @@ class _Decider:
 
     def search_unmatched(self) -> bool:
         found, done = self.named_target()
-        return done and found is None and not self.clarify
+        return done and found is None and not self.clarify and not self.about_current()
+
+    def about_current(self) -> bool:
+        """The search found no product, but the comment asks something the product on screen answers
+        confidently ("battery life?" while the earbuds are on screen): it was about that product."""
+        if self.product is None:
+            return False
+        pool = [f for f in self.fact_pool(self.product) if f.kind == "attribute"]
+        ranked = rank(_LINK_RE.sub(" ", self.text), pool, stem, _STOP)
+        return bool(ranked) and ranked[0][0] >= FACT_THRESHOLD + CURRENT_MARGIN
 
     @property
     def link(self) -> int | None:

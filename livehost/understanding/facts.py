@@ -37,10 +37,15 @@ class Fact:
     value: Any = None
 
 
+_PREFIXES = ("non", "anti", "pre", "self", "semi", "multi", "co")
+
+
 def humanise_key(key: str) -> tuple[str, str]:
-    """``weight_g`` → ("weight", "g"); ``stockBySize`` → ("stock by size", "")."""
+    """``weight_g`` → ("weight", "g"); ``stockBySize`` → ("stock by size", ""); ``non_slip`` → ("non-slip", "")."""
     spaced = re.sub(r"([a-z])([A-Z])", r"\1 \2", str(key)).replace("_", " ").replace("-", " ").lower()
     parts = spaced.split()
+    if len(parts) > 1 and parts[0] in _PREFIXES:
+        parts = [parts[0] + "-" + parts[1], *parts[2:]]
     unit = ""
     if len(parts) > 1 and parts[-1] in UNITS:
         unit = UNITS[parts[-1]]
@@ -64,9 +69,14 @@ def human_list(values: list[Any]) -> str:
 
 
 def _adjective(label: str) -> bool:
-    """Labels said with "is" ("dishwasher safe", "waterproof", "packable", "oversized")."""
-    last = label.split()[-1] if label else ""
-    return last.endswith(("proof", "safe", "free", "able", "ible", "ed", "ive", "ous", "ing"))
+    """Labels said with "is" ("dishwasher safe", "waterproof", "organic", "non-slip"); a label of
+    several words ending in a noun is said with "has" ("juice groove")."""
+    parts = label.split()
+    if not parts:
+        return False
+    if len(parts) == 1 or "-" in parts[0]:
+        return True
+    return parts[-1].endswith(("proof", "safe", "free", "able", "ible", "ed", "ive", "ous", "ing", "ic", "al"))
 
 
 def attribute_facts(subject: str, attributes: dict[str, Any]) -> list[Fact]:
@@ -100,7 +110,7 @@ def attribute_facts(subject: str, attributes: dict[str, Any]) -> list[Fact]:
         else:
             shown = fmt(value) + (f" {unit}" if unit and unit != "%" else unit)
             possessive = "Its" if subject == "It" else f"The {subject.removeprefix('The ')}'s"
-            if _adjective(label) and isinstance(value, int | float):
+            if _adjective(label) and isinstance(value, int | float) and label.split()[-1].endswith(("proof", "safe")):
                 sentence = f"{subject} is {label}, rated {shown}."
             else:
                 verb = "are" if label.endswith("s") and not label.endswith("ss") else "is"

@@ -37,3 +37,20 @@ def deobfuscate(text: str) -> str:
     out = _SPLIT_LETTERS.sub(lambda m: re.sub(r"[.\-_*·]", "", m.group(0)), normalize(text))
     return re.sub(r"\S+", lambda m: m.group(0) if not re.search(r"[a-z]", m.group(0)) else
                   m.group(0).translate(_LEET), out)
+
+
+# Chat shorthand of everyday English (not of any product or template): expanded before reading intents.
+SHORTHAND = {
+    "u": "you", "r": "are", "ur": "your", "pls": "please", "plz": "please", "pleaseee": "please",
+    "thx": "thanks", "ty": "thank you", "hw": "how", "wat": "what", "wht": "what", "hv": "have",
+    "cud": "could", "shud": "should", "wud": "would", "gimme": "give me", "lemme": "let me",
+    "wanna": "want to", "gonna": "going to", "dunno": "do not know", "cuz": "because", "coz": "because",
+    "bc": "because", "rn": "right now", "tmr": "tomorrow", "2day": "today", "y": "why", "n": "and",
+    "abt": "about", "avail": "available", "qty": "quantity", "pcs": "pieces", "hmu": "tell me",
+}
+_TOKEN = re.compile(r"[a-z0-9]+")
+
+
+def expand_shorthand(text: str) -> str:
+    """:func:`normalize`, then common chat shorthand written out ("hw much r they" → "how much are they")."""
+    return _TOKEN.sub(lambda m: SHORTHAND.get(m.group(0), m.group(0)), normalize(text))
