@@ -145,6 +145,10 @@ class Settings(BaseSettings):
     retention_idempotency_days: float = 30.0
     retention_trajectories_days: float = 90.0
 
+    # Services apply the SQL migrations at start-up (the embedded stack, tests). Off where migrations
+    # run as their own job (the Helm chart): services then only check the schema is current.
+    db_migrate_on_start: bool = True
+
     # Start-up retry of external dependencies.
     connect_backoff_initial_s: float = 0.2
     connect_backoff_max_s: float = 5.0

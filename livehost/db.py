@@ -32,10 +32,26 @@ async def connect_pool(dsn: str, *, attempts: int | None = None, min_size: int =
     raise ConnectionError(redact(f"PostgreSQL at {dsn} unreachable: {last}"))
 
 
-async def migrate(pool: asyncpg.Pool, directory: Path = MIGRATIONS_DIR) -> list[str]:
+async def migrate(pool: asyncpg.Pool, directory: Path = MIGRATIONS_DIR, *, apply: bool | None = None) -> list[str]:
     """Apply every not-yet-applied ``NNN_name.sql`` file in order, each in its own transaction.
 
-    An advisory lock serialises concurrent migrators (several services start at once)."""
+    An advisory lock serialises concurrent migrators (several services start at once). With
+    ``apply=False`` (default: ``not Settings.db_migrate_on_start`` — a deployment whose migrations run
+    as their own job, ``python -m livehost.db``) nothing is changed: a schema that lacks a migration is
+    an error naming it, so a service whose role has no DDL rights never tries."""
+    if apply is None:
+        from livehost.config import load_settings
+
+        apply = load_settings().db_migrate_on_start
+    if not apply:
+        async with pool.acquire() as conn:
+            exists = await conn.fetchval("SELECT to_regclass('schema_migrations') IS NOT NULL")
+            done = {r["name"] for r in await conn.fetch("SELECT name FROM schema_migrations")} if exists else set()
+        pending = [p.name for p in sorted(directory.glob("*.sql")) if p.name not in done]
+        if pending:
+            raise RuntimeError(f"the database schema lacks migrations {pending}: run `python -m livehost.db` "
+                               "(the chart's migration job) first")
+        return []
     applied_now: list[str] = []
     async with pool.acquire() as conn:
         await conn.execute("SELECT pg_advisory_lock(727001)")
@@ -54,3 +70,22 @@ async def migrate(pool: asyncpg.Pool, directory: Path = MIGRATIONS_DIR) -> list[
         finally:
             await conn.execute("SELECT pg_advisory_unlock(727001)")
     return applied_now
+
+
+def main() -> None:
+    """``python -m livehost.db``: apply the migrations with ``LIVEHOST_POSTGRES_DSN`` (the schema owner)."""
+    from livehost.config import load_settings
+
+    async def run() -> list[str]:
+        pool = await connect_pool(load_settings().postgres_dsn, attempts=30)
+        try:
+            return await migrate(pool, apply=True)
+        finally:
+            await pool.close()
+
+    applied = asyncio.run(run())
+    print(f"applied {len(applied)} migration(s): {', '.join(applied) or 'none pending'}")
+
+
+if __name__ == "__main__":
+    main()

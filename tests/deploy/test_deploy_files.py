@@ -27,7 +27,7 @@ COMPOSE_FILE = ROOT / "docker-compose.yml"
 FETCH = ROOT / "scripts" / "fetch_tools.py"
 # Oldest Kubernetes the chart supports (Chart.yaml kubeVersion) and a current one.
 KUBE_VERSIONS = ("1.27.0", "1.36.0")
-INFRA_SERVICES = {"kafka", "postgres", "triton"}
+INFRA_SERVICES = {"kafka", "postgres", "triton", "pki"}  # pki: the one-shot `livehost pki init`
 
 
 # --- tools -----------------------------------------------------------------------------------------
@@ -112,14 +112,29 @@ def test_template_renders_every_component(tools: dict[str, str], tool_env: dict[
         (container,) = pod["containers"]
         assert container["command"] == ["python", "-m", f"services.{name}"]
         env = {e["name"]: e for e in container["env"]}
-        assert env["LIVEHOST_POSTGRES_DSN"]["valueFrom"]["secretKeyRef"]["name"] == "livehost-postgres"
+        if comp.get("database", True):
+            assert env["LIVEHOST_POSTGRES_DSN"]["valueFrom"]["secretKeyRef"]["name"] == "livehost-postgres"
+        else:  # a service without a database gets no DSN
+            assert "LIVEHOST_POSTGRES_DSN" not in env
+        assert env["LIVEHOST_GRPC_IDENTITY"]["value"] == name
         assert container["envFrom"][0]["configMapRef"]["name"] == "lh-livehost-config"
         assert container["securityContext"]["readOnlyRootFilesystem"] is True
         grpc_port = (comp.get("grpc") or {}).get("port")
         if grpc_port:
             assert env[f"LIVEHOST_{name.upper()}_GRPC_PORT"]["value"] == str(grpc_port)
-            assert container["readinessProbe"]["grpc"] == {"port": grpc_port}
+            # mutual TLS: the component's credential from its Secret, and a health probe that presents it
+            assert container["readinessProbe"]["exec"]["command"] == [
+                "python", "-m", "livehost.healthcheck", name, "--quiet"]
             assert container["livenessProbe"]["tcpSocket"] == {"port": "grpc"}
+            pki = next(v for v in pod["volumes"] if v["name"] == "pki")["secret"]
+            assert pki["secretName"] == f"livehost-tls-{name}"
+            assert {i["path"] for i in pki["items"]} == {f"{name}.pem", f"{name}.key", "ca.pem"}
+            mount = next(m for m in container["volumeMounts"] if m["name"] == "pki")
+            assert mount["readOnly"] and env["LIVEHOST_GRPC_PKI_DIR"]["value"] == mount["mountPath"]
+            policy = by_kind["NetworkPolicy"][f"lh-livehost-{name}"]["spec"]
+            assert policy["policyTypes"] == ["Ingress", "Egress"]
+            postgres_egress = [e for e in policy["egress"] if {"port": 5432, "protocol": "TCP"} in e["ports"]]
+            assert bool(postgres_egress) == comp.get("database", True), name
             service = by_kind["Service"][f"lh-livehost-{name}"]
             grpc_ports = [p for p in service["spec"]["ports"] if p["name"] == "grpc"]
             assert grpc_ports == [{"name": "grpc", "port": grpc_port, "targetPort": "grpc", "protocol": "TCP",
@@ -128,7 +143,14 @@ def test_template_renders_every_component(tools: dict[str, str], tool_env: dict[
         else:  # Faust worker
             assert f"lh-livehost-{name}" not in by_kind["Service"]
             assert "readinessProbe" not in container and "ports" not in container
+    assert "lh-livehost-default-deny" in by_kind["NetworkPolicy"]
+    deny = by_kind["NetworkPolicy"]["lh-livehost-default-deny"]["spec"]
+    assert deny["policyTypes"] == ["Ingress", "Egress"] and "ingress" not in deny and "egress" not in deny
+    (job,) = by_kind["Job"].values()  # migrations run as their own job, with the owner's DSN
+    assert job["spec"]["template"]["spec"]["containers"][0]["command"] == ["python", "-m", "livehost.db"]
+    assert "CronJob" in by_kind and "Certificate" not in by_kind
     config = next(iter(by_kind["ConfigMap"].values()))["data"]
+    assert config["LIVEHOST_DB_MIGRATE_ON_START"] == "false"
     assert config["LIVEHOST_KAFKA_BOOTSTRAP"] == values()["kafka"]["bootstrap"]
     assert config["LIVEHOST_TRITON_URL"] == values()["triton"]["url"]
     assert config["LIVEHOST_GRPC_HOST"] == "0.0.0.0"
@@ -244,7 +266,11 @@ def test_compose_services(tools: dict[str, str], tool_env: dict[str, str]) -> No
         assert env["LIVEHOST_TRITON_URL"] == "triton:8001"
         assert env["LIVEHOST_GRPC_HOST"] == "0.0.0.0"
         assert svc["depends_on"]["kafka"]["condition"] == "service_healthy"
-        for dep in svc["depends_on"]:
+        # mutual TLS: credentials from the one-shot pki service's volume
+        assert svc["depends_on"]["pki"]["condition"] == "service_completed_successfully"
+        assert any(v["source"] == "pki" and v["target"] == "/pki" and v.get("read_only") for v in svc["volumes"])
+        assert env["LIVEHOST_GRPC_PKI_DIR"] == "/pki"
+        for dep in set(svc["depends_on"]) - {"pki"}:
             assert services[dep]["healthcheck"]["test"], f"{name} waits for {dep}, which has no healthcheck"
         grpc_port = (components[name].get("grpc") or {}).get("port")
         if grpc_port:
@@ -337,6 +363,10 @@ def test_dockerfiles() -> None:
     assert _from_lines(ROOT / "infra" / "triton" / "Dockerfile") == ["nvcr.io/nvidia/tritonserver:24.10-py3"]
     pyproject = (ROOT / "pyproject.toml").read_text()
     assert '"nvidia-pytriton==0.7.0"' in pyproject, "Triton 24.10 <-> nvidia-pytriton 0.7.0 (Triton 2.51.0)"
+    # both images run unprivileged
+    for dockerfile in (ROOT / "Dockerfile", ROOT / "infra" / "triton" / "Dockerfile"):
+        users = [line.split()[1] for line in dockerfile.read_text().splitlines() if line.startswith("USER ")]
+        assert users and users[-1].split(":")[0] not in ("0", "root"), dockerfile
     ignored = (ROOT / ".dockerignore").read_text().split()
     for path in (".venv", ".git", ".tools", ".livehost", "tests"):
         assert path in ignored

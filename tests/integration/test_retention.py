@@ -74,3 +74,19 @@ def test_purge_command(db: tuple[str, asyncpg.Pool], tmp_path: Path) -> None:
         "LIVEHOST_POSTGRES_DSN": "postgresql://livehost:hunter2@127.0.0.1:1/livehost",
         "LIVEHOST_STATE_DIR": str(tmp_path), "LIVEHOST_VOICE_AUDIO_DIR": str(tmp_path)})
     assert bad.exit_code == 2 and "hunter2" not in bad.output and "***" in bad.output
+
+
+async def test_services_only_check_the_schema_when_migrations_run_as_a_job(pg_server: str) -> None:
+    """With db_migrate_on_start off (the chart), a service never applies DDL: a schema that lacks a
+    migration is an error naming it; once `python -m livehost.db` ran, the check passes."""
+    from livehost.db import migrate
+
+    pool = await connect_pool(await create_database(pg_server), attempts=5)
+    try:
+        with pytest.raises(RuntimeError, match="python -m livehost.db"):
+            await migrate(pool, apply=False)
+        assert await pool.fetchval("SELECT to_regclass('trajectories')") is None  # nothing was created
+        assert await migrate(pool, apply=True)
+        assert await migrate(pool, apply=False) == []
+    finally:
+        await pool.close()

@@ -69,7 +69,8 @@ app.kubernetes.io/component: {{ .name }}
 {{- printf "%s:%s" .c.image.repository (default .root.Chart.AppVersion .c.image.tag) }}
 {{- end }}
 
-{{/* One probe of kind grpc|tcp|exec; call with (dict "kind" $kind "c" $c "timings" $timings).
+{{/* One probe of kind grpc|tcp|mtls|exec; call with (dict "kind" $kind "c" $c "name" $name "timings" $timings).
+     mtls: the gRPC health check over mutual TLS, from inside the container (livehost.healthcheck).
      Renders nothing for "none". */}}
 {{- define "livehost.probe" -}}
 {{- if eq .kind "grpc" }}
@@ -78,6 +79,9 @@ grpc:
 {{- else if eq .kind "tcp" }}
 tcpSocket:
   port: grpc
+{{- else if eq .kind "mtls" }}
+exec:
+  command: ["python", "-m", "livehost.healthcheck", {{ .name | quote }}, "--quiet"]
 {{- else if eq .kind "exec" }}
 exec:
   command: {{- toYaml (required "probe kind exec needs probes.exec" .c.probes.exec) | nindent 4 }}
