@@ -43,6 +43,12 @@ def _response(text, finish_reason):  # type: ignore[no-untyped-def]
 class TritonPythonModel:
     def initialize(self, args):  # type: ignore[no-untyped-def]
         self.logger = pb_utils.Logger
+        # load the understanding models (embeddings, screening classifier) before the first request
+        from livehost.understanding import embed, screening
+
+        screening.model()
+        if embed.available():
+            embed.embed(["warm up"])
 
     def execute(self, requests):  # type: ignore[no-untyped-def]
         final = pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL
