@@ -39,8 +39,9 @@ def main() -> None:
                                and verdict.accuracy == 1)
             lat = sorted(float(r.get("latency_ms") or 0) for r in results)
             n = len(results)
+            p95 = lat[int(0.95 * (n - 1))]
             print(f"{name}: {n} cases in {time.time() - t0:.0f} s; pass {100 * passed / n:.1f} %; judge accuracy "
-                  f"{100 * accurate / n:.1f} %; latency p50 {lat[n // 2]:.0f} ms, p95 {lat[int(0.95 * (n - 1))]:.0f} ms")
+                  f"{100 * accurate / n:.1f} %; latency p50 {lat[n // 2]:.0f} ms, p95 {p95:.0f} ms")
 
 
 if __name__ == "__main__":
