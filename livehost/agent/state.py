@@ -35,6 +35,7 @@ def new_state(*, room_id: str, harness_version: str, comments: list[dict[str, An
         "loaded_skills": [],
         "retries": 0,
         "steps": [],
+        "attestation": None,  # signed by the hooks processor (livehost/security/attest.py)
     }
 
 

@@ -39,6 +39,7 @@ from livehost.config import Settings
 from livehost.harness.provider import HarnessProvider
 from livehost.hooks.input import screen_comments
 from livehost.react.loop import after_react_action
+from livehost.security.attest import Signer
 from livehost.topics import REPLIES, REQUESTS, TOOL_CALLS, Topic
 
 log = logging.getLogger(__name__)
@@ -132,10 +133,11 @@ EVICT_SWEEP_MS = 60_000
 class HooksHandler:
     def __init__(self, settings: Settings, harnesses: HarnessProvider, rooms: MutableMapping[str, Any],
                  queue_limit: int = QUEUE_LIMIT, abandon_grace_ms: int = ABANDON_GRACE_MS,
-                 assigner: Assigner | None = None):
+                 assigner: Assigner | None = None, signer: Signer | None = None):
         self._settings = settings
         self._harnesses = harnesses
         self._assigner = assigner
+        self._signer = signer  # attests who each request acts for (the tools service checks it)
         self.rooms = rooms  # room_id -> JSON string of the live-room state (a Faust table in production)
         self.merger = Merger(settings.merge_window_ms, settings.merge_max_batch)
         self.queue_limit = max(0, queue_limit)
@@ -321,6 +323,8 @@ class HooksHandler:
                              policy=policy, created_ms=min(c["ts_ms"] for c in batch.comments))
         st.add_step(state, "input", None, {"comments": batch.comments, "event_ids": batch.event_ids,
                                            "collapsed": batch.collapsed, "room": room})
+        if self._signer is not None:
+            state["attestation"] = self._signer.sign(state)
         return harness, state
 
     async def _cancel_batch(self, batch: Batch, room: dict[str, Any], now_ms: int, done: Handled,

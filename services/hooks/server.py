@@ -23,6 +23,8 @@ from livehost.faustutil import dead_letter, faust_topic, make_app, run_worker, s
 from livehost.harness.provider import HarnessProvider
 from livehost.harness.runtime import provider_for
 from livehost.kafka import now_ms
+from livehost.security import pki_dir
+from livehost.security.attest import Signer
 from livehost.security.ids import InvalidId, check_room_event
 from livehost.topics import (
     ACTIONS,
@@ -110,7 +112,8 @@ def build(settings: Settings | None = None, *, sender: Sender | None = None,
         async with lock:
             if "h" not in holder:
                 holder["h"] = HooksHandler(settings, await make_provider(settings), rooms,
-                                           assigner=await make_assigner(settings))
+                                           assigner=await make_assigner(settings),
+                                           signer=Signer.from_pki(pki_dir(settings), "hooks"))
         return holder["h"]
 
     async def emit(done: Handled) -> list[dict[str, Any]]:

@@ -8,6 +8,7 @@ so an evaluation case's injected timeouts and malformed results apply on the rea
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
 
 from livehost.agent import state as st
@@ -16,7 +17,10 @@ from livehost.commerce.executor import ToolContext, ToolExecutor, ToolOutcome
 from livehost.commerce.faults import FaultInjector
 from livehost.commerce.store import LIVE_SCOPE
 from livehost.harness.provider import HarnessProvider
+from livehost.security.attest import AttestationError, Verifier
 from livehost.security.ids import check_id
+
+log = logging.getLogger(__name__)
 
 
 def viewer(state: dict[str, Any]) -> str:
@@ -24,11 +28,27 @@ def viewer(state: dict[str, Any]) -> str:
     return state["comments"][-1]["user_id"] if state["comments"] else ""
 
 
+def trusted_viewer(state: dict[str, Any], verifier: Verifier | None) -> str | None:
+    """The viewer, only when the request's attestation (signed by the service that screened its
+    comments) verifies and names them; else None — no coupon and no order lookup for anybody."""
+    if verifier is None:  # in-process runs (evaluation) create their requests themselves
+        return viewer(state)
+    try:
+        attested = verifier.viewers(state)
+    except AttestationError as exc:
+        log.warning("request %s: %s; tools run without a viewer", state.get("request_id"), exc)
+        return None
+    who = viewer(state)
+    return who if who in attested else None
+
+
 class ToolsHandler:
-    def __init__(self, harnesses: HarnessProvider, executor: ToolExecutor, faults: FaultSource | None = None):
+    def __init__(self, harnesses: HarnessProvider, executor: ToolExecutor, faults: FaultSource | None = None,
+                 verifier: Verifier | None = None):
         self._harnesses = harnesses
         self._executor = executor
         self._faults = faults
+        self._verifier = verifier
 
     async def executor_for(self, scope: str) -> ToolExecutor:
         """The executor of a scope: the shared one, or one with the scope's sandbox faults."""
@@ -40,7 +60,7 @@ class ToolsHandler:
         return ToolExecutor(self._executor.store, FaultInjector(faults))
 
     async def execute(self, harness_version: str, tool: str, arguments: dict[str, Any], room_id: str,
-                      user_id: str, request_id: str, idempotency_key: str | None,
+                      user_id: str | None, request_id: str, idempotency_key: str | None,
                       scope: str = LIVE_SCOPE) -> ToolOutcome:
         harness = await self._harnesses.get(harness_version)
         ctx = ToolContext(room_id=room_id, user_id=user_id, request_id=request_id, idempotency_key=idempotency_key,
@@ -54,7 +74,8 @@ class ToolsHandler:
         check_id("room_id", state["room_id"])  # ids from Kafka meet the format Ingest enforces
         check_id("request_id", state["request_id"])
         outcome = await self.execute(state["harness_version"], call["tool"], json.loads(call["arguments_json"]),
-                                     state["room_id"], viewer(state), state["request_id"], call["idempotency_key"],
+                                     state["room_id"], trusted_viewer(state, self._verifier), state["request_id"],
+                                     call["idempotency_key"],
                                      scope=st.scope(state))
         st.add_step(state, "tool_result", call["tool"], {
             "call_id": call["call_id"], "tool": call["tool"], "ok": outcome.ok, "result": outcome.result,

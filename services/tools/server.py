@@ -15,6 +15,8 @@ from livehost.config import Settings, load_settings
 from livehost.gen.livehost.tools.v1 import tools_pb2, tools_pb2_grpc
 from livehost.harness.runtime import provider_for
 from livehost.kafka import ConsumerLoop, Producer
+from livehost.security import pki_dir
+from livehost.security.attest import Verifier
 from livehost.service import ServiceRuntime
 from livehost.topics import TOOL_CALLS, TOOL_RESULTS, Topic
 from services.tools import settings as service_settings
@@ -64,7 +66,8 @@ def build(settings: Settings | None = None) -> ServiceRuntime:
     async def connect() -> None:
         pool = db.pool
         holder["harnesses"] = await provider_for(settings, "tools")
-        holder["handler"] = ToolsHandler(holder["harnesses"], ToolExecutor(CommerceStore(pool)), PostgresFaults(pool))
+        holder["handler"] = ToolsHandler(holder["harnesses"], ToolExecutor(CommerceStore(pool)), PostgresFaults(pool),
+                                         verifier=Verifier.from_pki(pki_dir(settings), settings.grpc_roles))
 
     async def on_call(topic: Topic, record: dict[str, Any], rec: ConsumerRecord) -> None:
         result = await holder["handler"].on_call(record)
