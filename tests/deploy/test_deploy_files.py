@@ -117,6 +117,12 @@ def test_template_renders_every_component(tools: dict[str, str], tool_env: dict[
         else:  # a service without a database gets no DSN
             assert "LIVEHOST_POSTGRES_DSN" not in env
         assert env["LIVEHOST_GRPC_IDENTITY"]["value"] == name
+        # every component's own credential (mutual TLS; the hooks processor signs attestations with it)
+        pki = next(v for v in pod["volumes"] if v["name"] == "pki")["secret"]
+        assert pki["secretName"] == f"livehost-tls-{name}"
+        assert {i["path"] for i in pki["items"]} == {f"{name}.pem", f"{name}.key", "ca.pem"}
+        mount = next(m for m in container["volumeMounts"] if m["name"] == "pki")
+        assert mount["readOnly"] and env["LIVEHOST_GRPC_PKI_DIR"]["value"] == mount["mountPath"]
         assert container["envFrom"][0]["configMapRef"]["name"] == "lh-livehost-config"
         assert container["securityContext"]["readOnlyRootFilesystem"] is True
         grpc_port = (comp.get("grpc") or {}).get("port")
@@ -126,11 +132,6 @@ def test_template_renders_every_component(tools: dict[str, str], tool_env: dict[
             assert container["readinessProbe"]["exec"]["command"] == [
                 "python", "-m", "livehost.healthcheck", name, "--quiet"]
             assert container["livenessProbe"]["tcpSocket"] == {"port": "grpc"}
-            pki = next(v for v in pod["volumes"] if v["name"] == "pki")["secret"]
-            assert pki["secretName"] == f"livehost-tls-{name}"
-            assert {i["path"] for i in pki["items"]} == {f"{name}.pem", f"{name}.key", "ca.pem"}
-            mount = next(m for m in container["volumeMounts"] if m["name"] == "pki")
-            assert mount["readOnly"] and env["LIVEHOST_GRPC_PKI_DIR"]["value"] == mount["mountPath"]
             policy = by_kind["NetworkPolicy"][f"lh-livehost-{name}"]["spec"]
             assert policy["policyTypes"] == ["Ingress", "Egress"]
             postgres_egress = [e for e in policy["egress"] if {"port": 5432, "protocol": "TCP"} in e["ports"]]
