@@ -23,6 +23,7 @@ class Sources:
     product: dict[str, Any] | None = None
     faq: list[dict[str, Any]] = field(default_factory=list)
     memory: list[str] = field(default_factory=list)
+    lineup: list[dict[str, Any]] = field(default_factory=list)  # the room's links: link_id, title, available
 
 
 @dataclass
@@ -62,7 +63,8 @@ def build_context(harness: Harness, state: dict[str, Any], sources: Sources) -> 
         "comments": [{"user_id": c["user_id"], "text": c["text"]} for c in state["comments"]],
         "merged_text": state["merged_text"],
         "room": {"room_id": state["room_id"], "current_link": room.get("current_link"),
-                 "viewer_count": room.get("viewer_count"), "campaign": room.get("campaign")},
+                 "viewer_count": room.get("viewer_count"), "campaign": room.get("campaign"),
+                 "lineup": sources.lineup},
         "product": sources.product,
         "faq": sources.faq,
         "skills": [{"id": s.id, "kind": s.kind, "description": s.description, "tools": s.tools}

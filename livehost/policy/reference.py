@@ -415,13 +415,34 @@ class _Decider:
             found.append((m.start(), int(m.group(1) or m.group(2))))
         for m in _LINK_WORD_RE.finditer(low):
             found.append((m.start(), _NUMBER_WORDS[m.group(1)]))
+        lineup = [int(x["link_id"]) for x in self.lineup() if _is_num(x.get("link_id"))]
         for m in _ORDINAL_LINK_RE.finditer(low):
-            found.append((m.start(), _ORDINALS.get(m.group(1)) or int(m.group(2))))
+            nth = _ORDINALS.get(m.group(1)) or int(m.group(2))
+            # the n-th link of the room's lineup when it is known, else link n
+            found.append((m.start(), lineup[nth - 1] if 0 < nth <= len(lineup) else nth))
+        if lineup:
+            for m in re.finditer(r"\b(?:the\s+)?last\s+(?:one|link|item|product)\b", low):
+                found.append((m.start(), lineup[-1]))
         out: list[int] = []
         for _, n in sorted(found):
             if n > 0 and n not in out:
                 out.append(n)
         return out[:2]
+
+    def lineup(self) -> list[dict[str, Any]]:
+        """The room's links (number, title, available now) when prompt assembly provides them."""
+        return [x for x in self.room.get("lineup") or [] if isinstance(x, dict)]
+
+    def alternatives(self, link: int | None) -> list[tuple[str, bool, int]]:
+        """For a sold-out link: up to two other links of the room that can be bought now."""
+        others = [x for x in self.lineup() if x.get("available") and x.get("link_id") != link
+                  and _is_num(x.get("link_id"))]
+        if not others:
+            return []
+        named = [f"link {int(x['link_id'])}, the {x['title']}" if x.get("title") else f"link {int(x['link_id'])}"
+                 for x in others[:2]]
+        verb = "is" if len(named) == 1 else "are"
+        return [(f"{' and '.join(named)[0].upper() + ' and '.join(named)[1:]} {verb} still available!", True, 0)]
 
     def _named_words(self) -> list[str]:
         """Content words of a comment without a link number that the current product does not have."""
@@ -1105,6 +1126,7 @@ class _Decider:
                 elif s_out:
                     sold_out = True
                     out.append((f"Sorry, {the_item} is sold out right now, stay tuned for a restock!", True, 0))
+                    out.extend(self.alternatives(link))
                 elif units is not None and units > 0 and self.named_target()[0] is not None and title:
                     out.append((f"Good news: {units} of {the_item} on link {link} left in stock!", True, 0))
                 elif units is not None and units > 0:
@@ -1161,6 +1183,7 @@ class _Decider:
                     if "stock" not in intents:
                         sold_out = True
                         out.append((f"Sorry, {the_item} is sold out right now, stay tuned for a restock!", True, 0))
+                        out.extend(self.alternatives(link))
                 elif self.pin_ok():
                     out.append(("I've pinned it on screen: tap the card to check out!", True, 0))
                 elif link is not None:

@@ -44,6 +44,8 @@ def build_context(harness: Harness, case: dict[str, Any], request_id: str = "req
             "current_link": room.get("current_link"),
             "viewer_count": room.get("viewer_count"),
             "campaign": room.get("campaign"),
+            "lineup": [{"link_id": i.get("link_id"), "title": i.get("title"), "available": (i.get("stock") or 0) > 0}
+                       for i in sorted(catalog, key=lambda i: int(i.get("link_id") or 0))],
         },
         "product": product_view(current) if current else None,
         "faq": list((current or {}).get("faq") or []),

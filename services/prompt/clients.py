@@ -32,6 +32,14 @@ class PostgresFacts:
             return []
         return [{"q": f["q"], "a": f["a"]} for f in found["results"]]
 
+    async def lineup(self, room_id: str, *, scope: str = LIVE_SCOPE) -> list[dict[str, Any]]:
+        """The room's links in order: link number, title and whether it can be bought now."""
+        rows = await self._pool.fetch(
+            "SELECT p.link_id, p.title, coalesce(i.stock, 0) > 0 AS available FROM products p "
+            "LEFT JOIN inventory i USING (scope, room_id, link_id) "
+            "WHERE p.scope = $1 AND p.room_id = $2 ORDER BY p.link_id", scope, room_id)
+        return [{"link_id": r["link_id"], "title": r["title"], "available": r["available"]} for r in rows]
+
     async def memory(self, room_id: str, limit: int, *, scope: str = LIVE_SCOPE) -> list[str]:
         """What the host already said in the room. A sandbox scope has no history of its own (and must
         not see the live room's), so it is empty there."""

@@ -44,7 +44,9 @@ class PromptHandler:
         product = await self._facts.product(state["room_id"], int(link), scope=scope) if link else None
         faq = await self._facts.faq(state["room_id"], state["merged_text"], link, FAQ_LIMIT, scope=scope)
         memory = await self._facts.memory(state["room_id"], MEMORY_LIMIT, scope=scope)
-        return render(harness, build_context(harness, state, Sources(product, faq, memory)))
+        lineup_of = getattr(self._facts, "lineup", None)  # optional: older fact sources have none
+        lineup = await lineup_of(state["room_id"], scope=scope) if lineup_of is not None else []
+        return render(harness, build_context(harness, state, Sources(product, faq, memory, lineup)))
 
     async def next_prompt(self, state: dict[str, Any]) -> dict[str, Any]:
         """The AgentPrompt record for the state's current turn; the prompt is recorded as a step."""
