@@ -122,3 +122,12 @@ def test_chinese_comments_are_understood_by_the_multilingual_model() -> None:
 
     best = rank("有没有黑色的", facts, stem, _STOP)[0][1]
     assert best.key == "colors"
+
+
+def test_room_lineup_resolves_the_last_one_and_sold_out_alternatives(harness: Harness) -> None:
+    assert "88" in reply(harness, "and the last one? how much")
+    sold_out = [dict(i, stock=0) if i["link_id"] == 2 else i for i in CATALOG]
+    c = case("is link 2 still available?", current=2)
+    c["catalog"] = sold_out
+    out = (run_loop(decide, harness, c).reply or "").lower()
+    assert "sold out" in out and "link 1" in out and "still available" in out
