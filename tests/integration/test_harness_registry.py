@@ -586,3 +586,27 @@ async def test_approver_must_not_have_authored_any_change_in_the_version(registr
         await dana_ch.close()
         await erin_ch.close()
         await running.stop(grace=0)
+
+
+async def test_pushes_are_rate_limited_per_identity(registry: Registry) -> None:
+    import grpc
+
+    from livehost.gen.livehost.harness.v1 import harness_pb2 as pb
+    from livehost.gen.livehost.harness.v1 import harness_pb2_grpc
+    from livehost.grpcutil import make_channel, start_server
+    from services.harness.server import HarnessServicer
+
+    running = await start_server([(harness_pb2_grpc.add_HarnessServiceServicer_to_server,
+                                   HarnessServicer(lambda: registry, pushes_per_minute=2))], identity="harness")
+    try:
+        async with make_channel(running.target, identity="author") as channel:
+            stub = harness_pb2_grpc.HarnessServiceStub(channel)
+            for n in (31, 32):
+                await stub.Push(pb.PushRequest(bundle_json=json.dumps(variant(n).canonical())))
+            with pytest.raises(grpc.aio.AioRpcError) as err:
+                await stub.Push(pb.PushRequest(bundle_json=json.dumps(variant(33).canonical())))
+            assert err.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+            assert "in the last minute" in (err.value.details() or "")
+        assert variant(33).version() not in {v.version for v in await registry.log(10)}
+    finally:
+        await running.stop(grace=0)
