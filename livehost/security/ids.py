@@ -51,3 +51,9 @@ def check_room_event(event: dict[str, object], *, max_text_bytes: int, max_campa
         value = event.get(field)
         if isinstance(value, str) and (len(value) > limit or len(value.encode("utf-8", "surrogatepass")) > limit):
             raise InvalidId(f"{field} is larger than {limit} bytes")
+
+
+def check_state_ids(state: dict[str, object]) -> None:
+    """A request state read from Kafka: its room and request ids have the id format (InvalidId)."""
+    check_id("room_id", state.get("room_id"))
+    check_id("request_id", state.get("request_id"))

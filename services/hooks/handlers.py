@@ -40,6 +40,7 @@ from livehost.harness.provider import HarnessProvider
 from livehost.hooks.input import screen_comments
 from livehost.react.loop import after_react_action
 from livehost.security.attest import Signer
+from livehost.security.ids import check_state_ids
 from livehost.topics import REPLIES, REQUESTS, TOOL_CALLS, Topic
 
 log = logging.getLogger(__name__)
@@ -358,6 +359,7 @@ class HooksHandler:
 
     async def on_action(self, record: dict[str, Any], now_ms: int) -> Handled:
         state = record["state"]
+        check_state_ids(state)  # a forged action record with a path-like id is dead-lettered
         done = Handled()
         if state["request_id"] in self._abandoned:
             return done  # its room moved on; the cancellation was recorded when it was abandoned

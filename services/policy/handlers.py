@@ -15,6 +15,7 @@ from livehost.agent import state as st
 from livehost.agent.loop import POLICY_UNAVAILABLE
 from livehost.policy.actions import ParsedAction, parse_action
 from livehost.react.parse import parse_react
+from livehost.security.ids import check_state_ids
 
 MAX_TOKENS = 256
 REACT_STOP = ["\nObservation:", "Observation:"]
@@ -68,6 +69,7 @@ class PolicyHandler:
     async def act(self, prompt: dict[str, Any]) -> dict[str, Any]:
         """The AgentAction record for one prompt; model output and parsed action become steps."""
         state = st.clone(prompt["state"])
+        check_state_ids(state)  # ids from Kafka have the format Ingest enforces (else dead-lettered)
         name, gen = self.generator(st.policy_model(state))
         try:
             sampling = {**sampling_for(state), **self._sampling}

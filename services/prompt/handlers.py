@@ -15,6 +15,7 @@ from livehost.agent import state as st
 from livehost.agent.prompt import RenderedPrompt, Sources, build_context, render
 from livehost.harness.provider import HarnessProvider
 from livehost.react import prompt as react_prompt
+from livehost.security.ids import check_state_ids
 
 FAQ_LIMIT = 3
 MEMORY_LIMIT = 5
@@ -50,6 +51,7 @@ class PromptHandler:
 
     async def next_prompt(self, state: dict[str, Any]) -> dict[str, Any]:
         """The AgentPrompt record for the state's current turn; the prompt is recorded as a step."""
+        check_state_ids(state)  # ids from Kafka have the format Ingest enforces (else dead-lettered)
         started = time.perf_counter()
         rendered = await self.render(state)
         state = st.clone(state)

@@ -7,6 +7,8 @@ from typing import Any
 
 import asyncpg
 
+from livehost.security.ids import check_state_ids
+
 
 def policy_of(state: dict[str, Any]) -> str:
     """The policy the request ran on: the room's or arm's choice, else the model that answered its
@@ -20,6 +22,7 @@ def policy_of(state: dict[str, Any]) -> str:
 
 def trajectory_from_reply(reply: dict[str, Any]) -> dict[str, Any]:
     state = reply["state"]
+    check_state_ids(state)  # ids from Kafka have the format Ingest enforces (else dead-lettered)
     return {
         "request_id": state["request_id"], "room_id": state["room_id"],
         "harness_version": state["harness_version"], "policy": policy_of(state),

@@ -32,6 +32,7 @@ from livehost.db import connect_pool, migrate
 from livehost.faustutil import dead_letter, faust_topic, make_app, run_worker, send
 from livehost.kafka import now_ms
 from livehost.retry import backoff_delays
+from livehost.security.ids import InvalidId
 from livehost.topics import DEAD_LETTER, REPLIES, TRAJECTORIES, Topic
 from services.trajectories import settings as traj_settings
 from services.trajectories.handlers import TrajectoryStore, trajectory_from_reply
@@ -140,11 +141,11 @@ def build(settings: Settings | None = None, *, store_factory: StoreFactory | Non
         async for event in stream.events():
             try:
                 reply = codec.decode(REPLIES.schema, event.value)
-            except codec.DecodeError as exc:
+                trajectory = trajectory_from_reply(reply)  # refuses malformed room / request ids
+            except (codec.DecodeError, InvalidId) as exc:
                 await to_dead_letter(event, f"decode: {exc}")
                 yield None
                 continue
-            trajectory = trajectory_from_reply(reply)
             try:
                 await save(trajectory)
             except Exception as exc:  # not transient (e.g. data the table refuses): park it, keep going

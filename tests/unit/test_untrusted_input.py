@@ -139,3 +139,21 @@ async def test_path_like_room_event_on_kafka_is_dead_lettered(hooks_app: tuple[A
     dead = [r for name, _, r in sent if name == DEAD_LETTER.name]
     assert len(dead) == 1 and "room_id" in dead[0]["error"]
     assert [name for name, _, _ in sent] == [DEAD_LETTER.name]
+
+
+def test_every_consumer_refuses_path_like_ids_in_request_states() -> None:
+    """Prompt, policy, hooks (actions), tools, voice and trajectories read request states from Kafka:
+    each refuses malformed room / request ids (the consumer loop then dead-letters the record)."""
+    import asyncio
+
+    from services.policy.handlers import PolicyHandler
+    from services.prompt.handlers import PromptHandler
+    from services.trajectories.handlers import trajectory_from_reply
+
+    bad = {"request_id": "req-1", "room_id": "../../x", "comments": [], "steps": []}
+    with pytest.raises(InvalidId):
+        trajectory_from_reply({"state": bad, "outcome": "reply", "text": "hi", "completed_ms": 1})
+    with pytest.raises(InvalidId):
+        asyncio.run(PromptHandler(None, None).next_prompt(dict(bad)))  # type: ignore[arg-type]
+    with pytest.raises(InvalidId):
+        asyncio.run(PolicyHandler({}, "m").act({"state": {**bad, "request_id": "a/b", "room_id": "r"}}))
