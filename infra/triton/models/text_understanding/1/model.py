@@ -1,6 +1,7 @@
 """Triton python-backend model: embeddings and screening scores of viewer text.
 
-text (BYTES [n]) -> embedding (FP32 [n, 384], unit vectors of all-MiniLM-L6-v2) and screening
+text (BYTES [n]) -> embedding (FP32 [n, 384], unit vectors of the configured model: multilingual-e5-small
+by default, all-MiniLM-L6-v2 with LIVEHOST_EMBEDDINGS=minilm) and screening
 (BYTES [n], JSON: class -> posterior of the screening classifier, over the normalised text).
 """
 
@@ -17,13 +18,13 @@ for _parent in Path(__file__).resolve().parents:
             sys.path.insert(0, str(_parent))
         break
 
-from livehost.understanding.embed import encoder  # noqa: E402
+from livehost.understanding.embed import embed  # noqa: E402
 from livehost.understanding.screening import model, screen  # noqa: E402
 
 
 class TritonPythonModel:
     def initialize(self, args):  # type: ignore[no-untyped-def]
-        encoder().encode(["warm up"])  # load the weights once, before the first request
+        embed(["warm up"])  # load the weights once, before the first request
         model()
 
     def execute(self, requests):  # type: ignore[no-untyped-def]
@@ -32,7 +33,7 @@ class TritonPythonModel:
             try:
                 raw = pb_utils.get_input_tensor_by_name(request, "text").as_numpy().reshape(-1)
                 texts = [t.decode("utf-8") if isinstance(t, bytes) else str(t) for t in raw]
-                vectors = encoder().encode(texts) if texts else np.zeros((0, 384), dtype=np.float32)
+                vectors = embed(texts) if texts else np.zeros((0, 384), dtype=np.float32)
                 scores = [json.dumps(screen(t).scores).encode("utf-8") for t in texts]
                 responses.append(pb_utils.InferenceResponse(output_tensors=[
                     pb_utils.Tensor("embedding", vectors.astype(np.float32)),
