@@ -30,5 +30,14 @@ class UnderstandingClient:
         scores = [json.loads(s.decode("utf-8") if isinstance(s, bytes) else s) for s in result.as_numpy("screening")]
         return vectors, scores
 
+    def screen(self, texts: list[str]) -> list[dict[str, float]]:
+        """Screening scores only (the model skips the encoder)."""
+        data = np.array([t.encode("utf-8") for t in texts], dtype=np.object_)
+        inp = self._grpc.InferInput("text", [len(texts)], "BYTES")
+        inp.set_data_from_numpy(data)
+        result: Any = self.client.infer(MODEL, [inp], outputs=[self._grpc.InferRequestedOutput("screening")],
+                                        client_timeout=self.timeout_s)
+        return [json.loads(s.decode("utf-8") if isinstance(s, bytes) else s) for s in result.as_numpy("screening")]
+
     def close(self) -> None:
         self.client.close()

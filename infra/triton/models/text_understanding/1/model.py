@@ -33,7 +33,10 @@ class TritonPythonModel:
             try:
                 raw = pb_utils.get_input_tensor_by_name(request, "text").as_numpy().reshape(-1)
                 texts = [t.decode("utf-8") if isinstance(t, bytes) else str(t) for t in raw]
-                vectors = embed(texts) if texts else np.zeros((0, 384), dtype=np.float32)
+                wanted = set(request.requested_output_names() or ("embedding", "screening"))
+                # screening alone (the input hook's question) skips the encoder: well under a millisecond
+                vectors = embed(texts) if texts and "embedding" in wanted else np.zeros((len(texts), 384),
+                                                                                        dtype=np.float32)
                 scores = [json.dumps(screen(t).scores).encode("utf-8") for t in texts]
                 responses.append(pb_utils.InferenceResponse(output_tensors=[
                     pb_utils.Tensor("embedding", vectors.astype(np.float32)),
