@@ -105,6 +105,7 @@ class Settings(BaseSettings):
     # This switch turns them all off; on Tansu they are always off.
     kafka_transactions: bool = True
     kafka_transaction_timeout_ms: int = 10_000
+    kafka_faust_commit_interval_s: float = 0.1
 
     # Names this process among the replicas of its service (the supervisor sets it): stable transactional
     # ids, so a restarted replica fences its dead predecessor at once.

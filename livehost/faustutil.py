@@ -82,6 +82,10 @@ def make_app(app_id: str, settings: Settings, *, exactly_once: bool = False, **o
         topic_allow_declare=False,  # topics are declared once (livehost.topics) and created at start-up
         topic_disable_leader=True,
         table_cleanup_interval=30.0,
+        # How often offsets (and, under exactly_once, the open transactions) are committed. Under
+        # exactly_once a record is visible to read_committed readers only at that commit, so this is a
+        # latency floor per hop; at-least-once it bounds what a crash re-reads.
+        broker_commit_interval=settings.kafka_faust_commit_interval_s,
     )
     if tansu:
         conf["producer_max_batch_size"] = 1

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-
 HOUR_MS = 3_600_000
 DAY_MS = 24 * HOUR_MS
 
