@@ -76,7 +76,9 @@ def test_tools_waits_for_postgres(tmp_path: Path) -> None:
     pg_port = free_port()
     broker = kafka.start(tmp_path / "kafka")
     env = {"LIVEHOST_KAFKA_BOOTSTRAP": kafka.bootstrap(broker),
-           "LIVEHOST_POSTGRES_DSN": f"postgresql://livehost@127.0.0.1:{pg_port}/livehost",
+           # the embedded PostgreSQL authenticates with a password (made now, used when it starts)
+           "LIVEHOST_POSTGRES_DSN": f"postgresql://livehost:{postgres.password(tmp_path / 'pg', 'livehost')}"
+                                    f"@127.0.0.1:{pg_port}/livehost",
            "LIVEHOST_STATE_DIR": str(tmp_path / "state")}
     pid, target = start_service("tools", env, tmp_path / "tools.log")
     service = "livehost.tools.v1.ToolExecutionService"
