@@ -72,19 +72,37 @@ async def migrate(pool: asyncpg.Pool, directory: Path = MIGRATIONS_DIR, *, apply
     return applied_now
 
 
-def main() -> None:
-    """``python -m livehost.db``: apply the migrations with ``LIVEHOST_POSTGRES_DSN`` (the schema owner)."""
+ROLES_SQL = MIGRATIONS_DIR / "roles" / "service_roles.sql"
+
+
+async def apply_service_roles(pool: asyncpg.Pool) -> None:
+    """The least-privilege group role of each service (infra/sql/roles/service_roles.sql; idempotent)."""
+    async with pool.acquire() as conn:
+        await conn.execute(ROLES_SQL.read_text())
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m livehost.db [--roles]``: apply the migrations with ``LIVEHOST_POSTGRES_DSN`` (the schema
+    owner); ``--roles`` also (re)applies the per-service group roles."""
+    import sys
+
     from livehost.config import load_settings
+
+    roles = "--roles" in (argv if argv is not None else sys.argv[1:])
 
     async def run() -> list[str]:
         pool = await connect_pool(load_settings().postgres_dsn, attempts=30)
         try:
-            return await migrate(pool, apply=True)
+            applied = await migrate(pool, apply=True)
+            if roles:
+                await apply_service_roles(pool)
+            return applied
         finally:
             await pool.close()
 
     applied = asyncio.run(run())
-    print(f"applied {len(applied)} migration(s): {', '.join(applied) or 'none pending'}")
+    print(f"applied {len(applied)} migration(s): {', '.join(applied) or 'none pending'}"
+          + ("; service roles applied" if roles else ""))
 
 
 if __name__ == "__main__":

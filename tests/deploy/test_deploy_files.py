@@ -148,7 +148,7 @@ def test_template_renders_every_component(tools: dict[str, str], tool_env: dict[
     deny = by_kind["NetworkPolicy"]["lh-livehost-default-deny"]["spec"]
     assert deny["policyTypes"] == ["Ingress", "Egress"] and "ingress" not in deny and "egress" not in deny
     (job,) = by_kind["Job"].values()  # migrations run as their own job, with the owner's DSN
-    assert job["spec"]["template"]["spec"]["containers"][0]["command"] == ["python", "-m", "livehost.db"]
+    assert job["spec"]["template"]["spec"]["containers"][0]["command"] == ["python", "-m", "livehost.db", "--roles"]
     assert "CronJob" in by_kind and "Certificate" not in by_kind
     config = next(iter(by_kind["ConfigMap"].values()))["data"]
     assert config["LIVEHOST_DB_MIGRATE_ON_START"] == "false"
