@@ -1,5 +1,9 @@
 """A scripted live-room session: two rooms, bursts of comments, a product switch, abuse and an injection.
 
+One comment asks for a link number beyond what the tools' schema admits ("link 120"): the harness's
+tool-argument hook corrects the call, and the policy answers differently on its retry, so the
+transcript, the trajectory and the SFT export's retry trimming show a correction.
+
 Each line is (offset seconds, room, kind, payload). Offsets are relative to the start of the session.
 """
 
@@ -35,4 +39,5 @@ SESSION: list[Line] = [
     (15.0, "room-a", "comment", {"user_id": "u-44", "text": "how many pairs of boots are left?"}),
     (15.2, "room-b", "comment", {"user_id": "u-18", "text": "this stream is trash, shut up"}),
     (16.6, "room-a", "comment", {"user_id": "u-45", "text": "thanks, great show!"}),
+    (16.8, "room-b", "comment", {"user_id": "u-19", "text": "how much is link 120?"}),
 ]

@@ -23,6 +23,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+import jsonschema
+
 from livehost.understanding import choice
 from livehost.understanding.facts import Fact, attribute_facts, campaign_facts, faq_facts, rank
 from livehost.understanding.normalize import expand_shorthand, normalize
@@ -254,6 +256,7 @@ class Call:
     result: Any = None
     error_code: str | None = None
     rejected: bool = False
+    correction: str = ""  # the hook's reason when a correction rejected this call
 
     @property
     def key(self) -> str:
@@ -282,6 +285,21 @@ def _about_skills(message: str, skill_ids: list[str]) -> bool:
     return bool(message.strip()) and choice.similarity(choice.SKILL_CORRECTION, [message], stem, _STOP)[0] >= 0.5
 
 
+def _corrected_action(ctx: dict[str, Any], upto: int, turn: Any) -> dict[str, Any] | None:
+    """The action a correction answered, when the transcript does not hold it (a step hook rejects an
+    action before it is recorded): this policy is deterministic, so it is the action decided on the
+    transcript as it stood before the correction."""
+    sub = dict(ctx)
+    sub["transcript"] = list(ctx.get("transcript") or [])[:upto]
+    sub["loaded_skills"] = []  # the prefix's skill_load entries say which were loaded then
+    if isinstance(turn, int):
+        sub["turn"] = turn
+    try:
+        return _Decider(sub).decide()
+    except Exception:  # noqa: BLE001 - a replay that fails leaves the correction unattributed
+        return None
+
+
 def _read_transcript(ctx: dict[str, Any]) -> State:
     st = State()
     skill_ids = [str(s.get("id", "")) for s in ctx.get("skills") or [] if isinstance(s, dict)]
@@ -289,7 +307,7 @@ def _read_transcript(ctx: dict[str, Any]) -> State:
         if isinstance(s, dict) and s.get("id") and s["id"] not in st.loaded:
             st.loaded.append(str(s["id"]))
     last_call: Call | None = None
-    for entry in ctx.get("transcript") or []:
+    for index, entry in enumerate(ctx.get("transcript") or []):
         if not isinstance(entry, dict):
             continue
         kind = entry.get("kind")
@@ -319,7 +337,14 @@ def _read_transcript(ctx: dict[str, Any]) -> State:
             msg = f"{data.get('message', '')} {data.get('reason', '')}".lower()
             if last_call is not None and last_call.ok is None:
                 last_call.rejected = True
+                last_call.correction = msg
                 last_call = None
+                continue
+            corrected = _corrected_action(ctx, index, entry.get("turn"))
+            if corrected is not None and corrected.get("action") == "call_tool":
+                # a tool call the hooks corrected before it ran: never propose it again
+                st.calls.append(Call(str(corrected.get("tool") or ""), dict(corrected.get("arguments") or {}),
+                                     rejected=True, correction=msg))
             elif _about_skills(msg, skill_ids):
                 st.skill_corrections.append(data)
             else:
@@ -696,9 +721,8 @@ class _Decider:
             return None
         if ptype == "integer" and not isinstance(value, int):
             return None
-        minimum = schema.get("minimum")
-        if isinstance(value, int) and isinstance(minimum, int | float) and value < minimum:
-            return None
+        # the value the viewer gave is proposed as it is: the harness's tool-argument hook enforces the
+        # schema, and a correction makes this policy read it (``link_missing``, ``next_call``)
         return value
 
     def fill_arguments(self, tool: dict[str, Any], need: str) -> dict[str, Any] | None:
@@ -1072,6 +1096,12 @@ class _Decider:
             out.append((f"Which one do you mean: {listed}?", True, 0))
             return out
 
+        if link is not None and self.link_refused(link) and "refusal" not in intents:
+            # a hook corrected a call for a link number the tools' schema does not admit: no tool can
+            # answer for it, so say so and point to the product on screen
+            out.append(self._price_sentence(None, link))
+            return out
+
         if self.search_unmatched() and "refusal" not in intents:
             out.append(("Sorry, I couldn't find that product in this room.", False, 0))
             cur_link = self.room.get("current_link")
@@ -1286,12 +1316,30 @@ class _Decider:
         return (f"{name}{on} is {_fmt_num(facts['price'])}{_currency(facts.get('currency'))}.", True, 0)
 
     def link_missing(self, link: int) -> bool:
-        """A product lookup for this link answered "not found" (not a timeout or another failure)."""
+        """A product lookup for this link answered "not found" (not a timeout or another failure), or a
+        hook corrected a call naming this link because the tool's schema does not admit it."""
         for c in self.calls_for("product"):
             values = list(c.arguments.values())
             if c.ok is False and link in values and "not_found" in (c.error_code or "").lower().replace(" ", "_"):
                 return True
-        return False
+        return self.link_refused(link)
+
+    def link_refused(self, link: int) -> bool:
+        """A hook corrected a call naming this link, and the tool's schema does not admit the value."""
+        return any(c.rejected and link in self.invalid_arguments(c).values() for c in self.st.calls)
+
+    def invalid_arguments(self, call: Call) -> dict[str, Any]:
+        """The arguments of a corrected call that its tool's schema rejects (bounds, pattern, enum …)."""
+        tool = next((t for t in self.tools if t.get("name") == call.tool), None)
+        if tool is None:
+            return {}
+        props, _ = _properties(tool)
+        out: dict[str, Any] = {}
+        for name, value in call.arguments.items():
+            schema = props.get(name)
+            if isinstance(schema, dict) and not _schema_admits(schema, value):
+                out[name] = value
+        return out
 
     def _attribute_sentences(self, facts: dict[str, Any], subject: str, summary: bool) -> list[tuple[str, bool, int]]:
         attrs: dict[str, Any] = facts.get("attributes") or {}
@@ -1354,6 +1402,13 @@ class _Decider:
         if skill is not None and self.turns_left_after_this() >= 1:
             return {"action": "load_skill", "skill": skill}
         return {"action": "reply", "text": self.compose()}
+
+
+def _schema_admits(schema: dict[str, Any], value: Any) -> bool:
+    try:
+        return bool(jsonschema.Draft202012Validator(schema).is_valid(value))
+    except jsonschema.SchemaError:
+        return True
 
 
 def _transient(code: str | None) -> bool:
