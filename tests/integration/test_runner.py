@@ -106,6 +106,12 @@ def test_eval_run_sample_cases_with_the_reference_policy(stack: Settings, tmp_pa
     assert {r["policy"] for r in results} == {"policy_reference"}
     price = BY_ID["sample-price-01"]
     assert price and next(r for r in results if r["id"] == price["id"])["turns"] >= 2
+    # the shipped tool-argument hook corrects the call for a link beyond the schema's maximum; the
+    # policy's retry is another step (no repeat of the corrected call), and the case passes
+    corrected = next(r for r in results if r["id"] == "sample-correction-01")
+    arg_hook = next(h.id for h in HARNESS.hooks if h.kind == "tool_arguments")
+    assert [e["hook"] for e in corrected["hook_events"] if e["verdict"] == "correct"] == [arg_hook], corrected
+    assert corrected["responded"] and not corrected["tool_calls"], corrected
 
 
 def test_eval_run_under_a_renamed_harness_passes_the_same(stack: Settings, tmp_path: Path) -> None:
