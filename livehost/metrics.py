@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from prometheus_client import Counter, Histogram
+from prometheus_client import Counter, Gauge, Histogram
 
 RECORDS = Counter("livehost_records_total", "Topic records handled by a consumer group.",
                   ["group", "topic", "result"])  # result: ok, dead_letter, retry
@@ -13,3 +13,15 @@ OUTCOMES = Counter("livehost_request_outcomes_total", "Terminal outcomes of requ
 REQUEST_SECONDS = Histogram("livehost_request_seconds", "From a request's first comment to its terminal outcome.",
                             ["outcome"], buckets=(0.25, 0.5, 1.0, 1.5, 2.0, 3.0, 5.0, 8.0, 10.0, 15.0, 30.0))
 HOOK_VERDICTS = Counter("livehost_hook_verdicts_total", "Hook verdicts by hook kind and verdict.", ["kind", "verdict"])
+
+# Saturation signals (the chart's autoscaling values name them): requests in flight and queued in the
+# hooks processor's rooms, its measured service time, requests shed at admission, and consumer lag.
+IN_FLIGHT = Gauge("livehost_requests_in_flight", "Requests released to the agent loop and not finished yet "
+                  "(per hooks worker).")
+QUEUE_DEPTH = Gauge("livehost_room_queue_depth", "Merged requests waiting in room queues (per hooks worker).")
+SERVICE_SECONDS = Gauge("livehost_request_service_seconds", "Moving average of release-to-outcome time, the "
+                        "admission control's service-time estimate.")
+SHED = Counter("livehost_requests_shed_total", "Requests refused at admission, before any prompt, policy or "
+               "tool work.", ["why"])  # why: system (in-flight limit) or budget (queue cannot finish in time)
+CONSUMER_LAG = Gauge("livehost_consumer_lag_records", "Records behind the partition's end, per consumer group "
+                     "and topic (summed over this consumer's partitions).", ["group", "topic"])

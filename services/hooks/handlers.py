@@ -8,6 +8,12 @@ Per room, requests are answered one at a time and in order: a room has at most o
 flight; newly merged requests wait in a bounded queue ordered by priority (questions and purchase
 intent before chit-chat), then age. The handler emits every terminal outcome itself (``on_action``,
 input rejections, cancellations), so it knows when a room frees up and releases the next request.
+Overload is shed at admission, before any prompt, policy or tool work (``_admit``): a merged
+request is cancelled with a reason starting ``shed:`` when the whole system already has
+``max_in_flight`` requests in flight, or when the room's queue ahead of it, at the measured service
+time per request (a moving average of release-to-outcome), cannot finish within its time budget. A
+request released from a room queue is shed the same way when its remaining budget is shorter than
+the service time. So under overload requests are refused cheaply instead of expiring mid-flight.
 Stale work is dropped, never queued forever: a queued request past its deadline is cancelled
 (outcome ``cancelled`` with the reason), so is a queued request about the previous product after a
 product switch, and on overflow the lowest-priority, oldest request is dropped. An in-flight
@@ -48,6 +54,10 @@ log = logging.getLogger(__name__)
 QUEUE_LIMIT = 8  # queued requests per room (besides the one in flight)
 ABANDON_GRACE_MS = 5_000  # an in-flight request this long past its deadline with no outcome frees its room
 _ABANDONED_MEMORY = 4096
+MAX_IN_FLIGHT = 48  # requests in flight over all rooms of this worker before new ones are shed
+SERVICE_EWMA_ALPHA = 0.2  # weight of the newest release-to-outcome time in the service-time estimate
+SERVICE_MIN_SAMPLES = 3  # finished requests before the estimate is trusted
+SHED = "shed: "  # the reason prefix of requests refused at admission (outcome ``cancelled``)
 
 _URGENT = re.compile(r"\?|\b(how much|price|buy|order|cart|checkout|stock|left|size|coupon)\b", re.I)
 
@@ -125,6 +135,7 @@ class Queued:
 @dataclass
 class RoomSchedule:
     in_flight: dict[str, Any] | None = None  # the state the request had when it was released
+    released_ms: int = 0  # when the in-flight request was released
     queue: list[Queued] = field(default_factory=list)
 
 
@@ -134,7 +145,8 @@ EVICT_SWEEP_MS = 60_000
 class HooksHandler:
     def __init__(self, settings: Settings, harnesses: HarnessProvider, rooms: MutableMapping[str, Any],
                  queue_limit: int = QUEUE_LIMIT, abandon_grace_ms: int = ABANDON_GRACE_MS,
-                 assigner: Assigner | None = None, signer: Signer | None = None):
+                 assigner: Assigner | None = None, signer: Signer | None = None,
+                 max_in_flight: int = MAX_IN_FLIGHT):
         self._settings = settings
         self._harnesses = harnesses
         self._assigner = assigner
@@ -143,6 +155,10 @@ class HooksHandler:
         self.merger = Merger(settings.merge_window_ms, settings.merge_max_batch)
         self.queue_limit = max(0, queue_limit)
         self.abandon_grace_ms = abandon_grace_ms
+        self.max_in_flight = max(1, max_in_flight)
+        self.service_ms = 0.0  # moving average of release-to-outcome time (0: nothing measured yet)
+        self.service_samples = 0
+        self.in_flight_count = 0
         self.schedules: dict[str, RoomSchedule] = {}
         self._seq = itertools.count()
         self._abandoned: OrderedDict[str, None] = OrderedDict()
@@ -173,8 +189,7 @@ class HooksHandler:
         room_id = state["room_id"]
         sched = self.schedule(room_id)
         if sched.in_flight is None:
-            sched.in_flight = state
-            done.emits.append(Emit(REQUESTS, room_id, {"state": state}))
+            self._start(sched, state, now_ms, done)
             return
         sched.queue.append(Queued(state, next(self._seq)))
         if len(sched.queue) > self.queue_limit:
@@ -184,17 +199,45 @@ class HooksHandler:
                 victim.state, f"room queue full ({self.queue_limit} waiting): dropped the lowest-priority, "
                               "oldest request", now_ms))
 
+    def _start(self, sched: RoomSchedule, state: dict[str, Any], now_ms: int, done: Handled) -> None:
+        sched.in_flight = state
+        sched.released_ms = now_ms
+        self.in_flight_count += 1
+        done.emits.append(Emit(REQUESTS, state["room_id"], {"state": state}))
+
+    def _free(self, sched: RoomSchedule) -> None:
+        if sched.in_flight is not None:
+            sched.in_flight = None
+            self.in_flight_count -= 1
+
+    def _admit(self, state: dict[str, Any], now_ms: int) -> str | None:
+        """Why a new request is shed before any work (None: admit it). Cheap: counters only."""
+        sched = self.schedules.get(state["room_id"])
+        busy = sched is not None and sched.in_flight is not None
+        if not busy and self.in_flight_count >= self.max_in_flight:
+            return f"{SHED}system overloaded ({self.in_flight_count} requests in flight)"
+        ahead = (1 if busy else 0) + (len(sched.queue) if sched is not None else 0)
+        remaining = int(state["deadline_ms"]) - now_ms
+        if self.service_samples >= SERVICE_MIN_SAMPLES and (ahead + 1) * self.service_ms > remaining:
+            return (f"{SHED}room queue ({ahead} ahead at {self.service_ms:.0f} ms each) cannot finish "
+                    f"within the remaining {remaining} ms")
+        return None
+
     def _release(self, room_id: str, now_ms: int, done: Handled) -> None:
         """The room is free: start the next queued request (stale ones are cancelled on the way)."""
         sched = self.schedule(room_id)
-        sched.in_flight = None
+        self._free(sched)
         for q in sorted(sched.queue, key=Queued.order):
             sched.queue.remove(q)
-            if now_ms > int(q.state["deadline_ms"]):
+            remaining = int(q.state["deadline_ms"]) - now_ms
+            if remaining < 0:
                 done.emits.append(self._cancel(q.state, "stale: waited in the room queue past its deadline", now_ms))
                 continue
-            sched.in_flight = q.state
-            done.emits.append(Emit(REQUESTS, room_id, {"state": q.state}))
+            if self.service_samples >= SERVICE_MIN_SAMPLES and self.service_ms > remaining:
+                done.emits.append(self._cancel(q.state, f"{SHED}{remaining} ms left in its budget, "
+                                                        f"{self.service_ms:.0f} ms needed", now_ms))
+                continue
+            self._start(sched, q.state, now_ms, done)
             return
 
     def _expire(self, now_ms: int, done: Handled) -> None:
@@ -228,6 +271,10 @@ class HooksHandler:
         sched = self.schedules.get(room_id)
         if sched is not None and sched.in_flight is not None and \
                 sched.in_flight["request_id"] == nxt.state["request_id"]:
+            took = max(0, now_ms - sched.released_ms)
+            self.service_ms = took if not self.service_samples else \
+                (1 - SERVICE_EWMA_ALPHA) * self.service_ms + SERVICE_EWMA_ALPHA * took
+            self.service_samples += 1
             self._release(room_id, now_ms, done)
 
     def room_state(self, room_id: str) -> dict[str, Any]:
@@ -354,7 +401,11 @@ class HooksHandler:
             if failed:
                 state["comments"] = kept
                 state["merged_text"] = st.merged_text(kept)
-            self._submit(state, now_ms, done)
+            shed = self._admit(state, now_ms)
+            if shed is not None:
+                done.emits.append(self._cancel(state, shed, now_ms))
+            else:
+                self._submit(state, now_ms, done)
         done.tokens.extend(batch.tokens)
 
     async def on_action(self, record: dict[str, Any], now_ms: int) -> Handled:

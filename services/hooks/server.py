@@ -37,7 +37,7 @@ from livehost.topics import (
     Topic,
 )
 from services.hooks import settings as hooks_settings
-from services.hooks.handlers import Assigner, Handled, HooksHandler
+from services.hooks.handlers import SHED, Assigner, Handled, HooksHandler
 
 Sender = Callable[[Topic, str, dict[str, Any]], Awaitable[None]]
 ProviderFactory = Callable[[Settings], Awaitable[HarnessProvider]]
@@ -66,6 +66,8 @@ def observe_outcome(reply: dict[str, Any]) -> None:
     state, outcome = reply["state"], reply["outcome"]
     metrics.OUTCOMES.labels(outcome).inc()
     metrics.REQUEST_SECONDS.labels(outcome).observe(max(0, reply["completed_ms"] - state["created_ms"]) / 1000)
+    if outcome == "cancelled" and (reply.get("reason") or "").startswith(SHED):
+        metrics.SHED.labels("system" if "in flight" in reply["reason"] else "budget").inc()
     for step in state["steps"]:
         if step["kind"] in ("hook_verdict", "input_hook"):
             data = json.loads(step["data_json"])
@@ -157,7 +159,11 @@ def build(settings: Settings | None = None, *, sender: Sender | None = None,
 
     async def flush() -> list[dict[str, Any]]:
         h = await handler()
-        return await emit(await h.flush(clock()))
+        sent = await emit(await h.flush(clock()))
+        metrics.IN_FLIGHT.set(h.in_flight_count)
+        metrics.QUEUE_DEPTH.set(sum(len(s.queue) for s in h.schedules.values()))
+        metrics.SERVICE_SECONDS.set(h.service_ms / 1000)
+        return sent
 
     @app.timer(hooks_settings.FLUSH_INTERVAL_S)
     async def flush_windows() -> None:

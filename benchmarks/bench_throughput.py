@@ -1,0 +1,541 @@
+"""Throughput benchmark: the whole system under open-loop load, against the bare-Kafka floor.
+
+    python benchmarks/bench_throughput.py [--rates 25,50,100,150] [--step-s 20] [--replicas 1]
+                                          [--floor-rates 100,200,400] [--skip-floor] [--skip-tts]
+
+Starts the embedded stack on free ports (Apache Kafka, PostgreSQL, Triton) and every service as its
+own process (livehost.supervisor; reference policy, espeak voice unless LIVEHOST_VOICE_ENGINE says
+otherwise). The demo catalog is copied into R rooms (``bench-000``, … alternating the demo's two
+rooms). Load is open loop: at rate r, r rooms get one comment per second each (so every comment is
+one merged request after the 800 ms merge window), sent straight to ``live.room.events``. A reader of
+``agent.replies`` collects every terminal outcome.
+
+Per rate it prints: completed requests/s (all outcomes), replies/s (goodput), cancelled % and shed %,
+p50/p95/p99 end to end (first comment to terminal outcome, merge window included) for all and for
+served requests, per stage p50/p95 (gap between a request's steps, the Kafka hop into the stage
+included), CPU-seconds per request per process (``/proc/<pid>/stat``) and the broker's share.
+
+The floor, in the same run: the same number of Kafka hops as a LiveHost request takes (measured),
+each a pass-through process running livehost.kafka.ConsumerLoop (the same client settings,
+transactions when LiveHost uses them, Avro decode + encode of a record the size of a real request
+state), at stepped rates; LiveHost's capacity is printed as a ratio of the floor's.
+
+Capacity = the highest offered rate with completed ≥ 95% of offered and ≤ 1% cancelled.
+Then the TTS table (benchmarks/bench_voice.py): real-time factor and concurrent rooms per core.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer  # noqa: E402
+
+from livehost import codec, topics  # noqa: E402
+from livehost.agent.state import new_state  # noqa: E402
+from livehost.commerce.store import DEMO_CATALOG_PATH, CommerceStore  # noqa: E402
+from livehost.config import REPO_ROOT, Settings  # noqa: E402
+from livehost.db import connect_pool, migrate  # noqa: E402
+from livehost.demo.runner import open_rooms  # noqa: E402
+from livehost.kafka import ConsumerLoop, Producer, client_options, consumer_options, ensure_topics, now_ms  # noqa: E402
+from livehost.stack import kafka  # noqa: E402
+from livehost.stack.testing import running_broker, running_postgres, running_triton  # noqa: E402
+from livehost.supervisor import Supervisor  # noqa: E402
+from livehost.topics import REPLIES, REQUESTS, ROOM_EVENTS, Topic  # noqa: E402
+
+TICK = os.sysconf("SC_CLK_TCK")
+COMMENTS = [  # benign viewer questions of the demo session (answered, not screened out)
+    "how much is link 3?", "is the jacket waterproof?", "what colors does it come in",
+    "is the mug still in stock?", "how much is the kettle on link 2?", "any coupon for the jacket?",
+    "does the frying pan work on induction?", "how many kettles are left?", "what sizes do the boots come in?",
+    "what is the price of the chef knife, link 3", "is there a discount on the boots?", "love this stream",
+]
+STAGE_OF = {"input": "merge", "prompt": "prompt", "model_output": "policy", "action": "policy",
+            "tool_result": "tools", "tool_call": "hooks", "hook_verdict": "hooks", "skill_load": "hooks",
+            "correction": "hooks", "input_hook": "hooks"}
+STAGES = ("merge", "prompt", "policy", "tools", "hooks")
+FLOOR_GROUP = "bench-floor"
+
+
+def pct(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    s = sorted(values)
+    return s[min(len(s) - 1, int(q * len(s)))]
+
+
+def cpu_seconds(pid: int) -> float:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12]) + int(fields[13]) + int(fields[14])) / TICK
+
+
+def pids_matching(text: str) -> list[int]:
+    found = []
+    for p in Path("/proc").iterdir():
+        if p.name.isdigit():
+            try:
+                if text in (p / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"):
+                    found.append(int(p.name))
+            except OSError:
+                pass
+    return found
+
+
+def load_avg() -> str:
+    return Path("/proc/loadavg").read_text().split(" ", 3)[0:3].__str__()
+
+
+# ---------------------------------------------------------------------------------------------- load
+
+@dataclass
+class Step:
+    rate: int
+    started_ms: int = 0
+    ended_ms: int = 0
+    sent: int = 0
+    outcomes: dict[str, dict[str, Any]] = field(default_factory=dict)  # request id -> reply record
+    cpu: dict[str, float] = field(default_factory=dict)
+    wall_s: float = 0.0
+
+
+class Collector:
+    """Reads agent.replies; files each terminal outcome under the step its comment was sent in."""
+
+    def __init__(self, settings: Settings):
+        self.settings = settings
+        self.by_prefix: dict[str, Step] = {}
+        self.sizes: list[int] = []
+        self.hops: list[int] = []
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        self.consumer = AIOKafkaConsumer(REPLIES.name, **consumer_options(self.settings),
+                                         group_id=f"bench-{uuid.uuid4().hex[:8]}", auto_offset_reset="earliest")
+        await self.consumer.start()
+        self._task = asyncio.create_task(self._run())
+
+    async def _run(self) -> None:
+        while True:
+            batches = await self.consumer.getmany(timeout_ms=200)
+            for records in batches.values():
+                for rec in records:
+                    reply = codec.decode(REPLIES.schema, rec.value)
+                    state = reply["state"]
+                    comments = state.get("comments") or []
+                    prefix = comments[0]["event_id"].split("-", 1)[0] if comments else ""
+                    step = self.by_prefix.get(prefix)
+                    if step is None or state["request_id"] in step.outcomes:
+                        continue
+                    step.outcomes[state["request_id"]] = reply
+                    kinds = [s["kind"] for s in state["steps"]]
+                    self.sizes.append(len(rec.value))
+                    # Kafka records of this request: comment, requests, prompts, actions, tool calls/results, reply
+                    n_prompt, n_tool = kinds.count("prompt"), kinds.count("tool_call")
+                    self.hops.append(2 + 2 * n_prompt + kinds.count("action") + n_tool)
+
+    async def stop(self) -> None:
+        if self._task:
+            self._task.cancel()
+        await self.consumer.stop()
+
+
+async def offer(producer: AIOKafkaProducer, step: Step, prefix: str, rooms: list[str], seconds: float) -> None:
+    """Open loop: ``step.rate`` comments/s, round robin over the first ``step.rate`` rooms."""
+    active = rooms[:max(1, min(len(rooms), step.rate))]
+    interval = 1.0 / step.rate
+    t0 = time.monotonic()
+    step.started_ms = now_ms()
+    n = 0
+    pending = []
+    while (due := t0 + n * interval) < t0 + seconds:
+        delay = due - time.monotonic()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        room = active[n % len(active)]
+        record = {"room_id": room, "event_id": f"{prefix}-{n}", "type": "comment", "ts_ms": now_ms(),
+                  "user_id": f"u-{n % 997}", "text": COMMENTS[n % len(COMMENTS)], "link_id": None,
+                  "campaign_json": None, "viewer_count": None}
+        pending.append(await producer.send(ROOM_EVENTS.name, key=room.encode(),
+                                           value=codec.encode(ROOM_EVENTS.schema, record),
+                                           headers=[(codec.SCHEMA_HEADER, ROOM_EVENTS.schema.encode())]))
+        n += 1
+        if len(pending) > 200:
+            await asyncio.gather(*pending)
+            pending.clear()
+    await asyncio.gather(*pending)
+    step.sent = n
+    step.ended_ms = now_ms()
+
+
+def summarise(step: Step, seconds: float) -> dict[str, Any]:
+    outs = list(step.outcomes.values())
+    lat = [(r["completed_ms"] - r["state"]["created_ms"]) / 1000 for r in outs]
+    served = [(r["completed_ms"] - r["state"]["created_ms"]) / 1000 for r in outs if r["outcome"] == "reply"]
+    by = {k: sum(1 for r in outs if r["outcome"] == k) for k in ("reply", "no_reply", "fallback", "rejected",
+                                                                   "cancelled")}
+    shed = sum(1 for r in outs if r["outcome"] == "cancelled" and (r.get("reason") or "").startswith("shed"))
+    stages: dict[str, list[float]] = {s: [] for s in STAGES}
+    for r in outs:
+        state = r["state"]
+        prev = state["created_ms"]
+        per: dict[str, float] = {}
+        for s in state["steps"]:
+            stage = STAGE_OF.get(s["kind"], "hooks")
+            per[stage] = per.get(stage, 0) + max(0, s["ts_ms"] - prev)
+            prev = s["ts_ms"]
+        for stage, v in per.items():
+            stages[stage].append(v / 1000)
+    n = max(1, len(outs))
+    return {"offered": step.rate, "sent": step.sent, "done": len(outs), "completed_s": len(outs) / seconds,
+            "replies_s": by["reply"] / seconds, "cancelled_pct": 100 * (by["cancelled"] - shed) / n,
+            "shed_pct": 100 * shed / n, "outcomes": by, "p50": pct(lat, .5), "p95": pct(lat, .95),
+            "p99": pct(lat, .99), "served_p95": pct(served, .95),
+            "stages": {k: (pct(v, .5), pct(v, .95)) for k, v in stages.items()},
+            "cpu_per_req": {k: v / n for k, v in step.cpu.items()},
+            "broker_share": step.cpu.get("broker", 0) / max(1e-9, sum(step.cpu.values())),
+            "cpu_util": sum(step.cpu.values()) / max(1e-9, step.wall_s)}
+
+
+def print_table(title: str, rows: list[dict[str, Any]]) -> None:
+    print(f"\n## {title}\n")
+    print("| offered/s | completed/s | replies/s | cancelled % | shed % | p50 s | p95 s | p99 s | p95 served s |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['offered']} | {r['completed_s']:.1f} | {r['replies_s']:.1f} | {r['cancelled_pct']:.1f} | "
+              f"{r['shed_pct']:.1f} | {r['p50']:.2f} | {r['p95']:.2f} | {r['p99']:.2f} | {r['served_p95']:.2f} |")
+    print("\nPer stage p50/p95 ms (step gaps; the Kafka hop into the stage included):\n")
+    print("| offered/s | " + " | ".join(STAGES) + " |")
+    print("|---|" + "---|" * len(STAGES))
+    for r in rows:
+        print(f"| {r['offered']} | " + " | ".join(f"{1000 * r['stages'][s][0]:.0f}/{1000 * r['stages'][s][1]:.0f}"
+                                                for s in STAGES) + " |")
+    procs = sorted({k for r in rows for k in r["cpu_per_req"]})
+    print("\nCPU ms per request per process (and machine cores busy with the stack, broker share):\n")
+    print("| offered/s | " + " | ".join(procs) + " | cores busy | broker share |")
+    print("|---|" + "---|" * (len(procs) + 2))
+    for r in rows:
+        print(f"| {r['offered']} | " + " | ".join(f"{1000 * r['cpu_per_req'].get(p, 0):.1f}" for p in procs)
+              + f" | {r['cpu_util']:.2f} | {100 * r['broker_share']:.0f}% |")
+
+
+def capacity(rows: list[dict[str, Any]]) -> float:
+    ok = [r["completed_s"] for r in rows if r["completed_s"] >= 0.95 * r["offered"] and r["cancelled_pct"] <= 1.0
+          and r["shed_pct"] <= 1.0]
+    return max(ok, default=0.0)
+
+
+async def run_steps(settings: Settings, rooms: list[str], rates: list[int], seconds: float,
+                    procs: dict[str, list[int]], drain_s: float) -> list[dict[str, Any]]:
+    collector = Collector(settings)
+    await collector.start()
+    producer = AIOKafkaProducer(**client_options(settings), acks="all", linger_ms=5)
+    await producer.start()
+    rows = []
+    try:
+        for i, rate in enumerate(rates):
+            step = Step(rate)
+            prefix = f"s{i}x{uuid.uuid4().hex[:6]}"
+            collector.by_prefix[prefix] = step
+            before = {k: sum(cpu_seconds(p) for p in pids) for k, pids in procs.items()}
+            t0 = time.monotonic()
+            await offer(producer, step, prefix, rooms, seconds)
+            deadline = time.monotonic() + drain_s
+            while time.monotonic() < deadline and len(step.outcomes) < step.sent:  # noqa: ASYNC110
+                await asyncio.sleep(0.25)
+            step.wall_s = time.monotonic() - t0
+            step.cpu = {k: sum(cpu_seconds(p) for p in pids) - before[k] for k, pids in procs.items()}
+            row = summarise(step, seconds)
+            rows.append(row)
+            print(f"  {rate}/s: sent {step.sent}, outcomes {len(step.outcomes)} {row['outcomes']}, "
+                  f"p95 {row['p95']:.2f}s, load {load_avg()}", flush=True)
+            await asyncio.sleep(3)
+    finally:
+        await producer.stop()
+        await collector.stop()
+    if collector.sizes:
+        print(f"  reply record size mean {statistics.fmean(collector.sizes):.0f} B, "
+              f"Kafka hops per request mean {statistics.fmean(collector.hops):.1f}")
+    rows_meta = {"size": int(statistics.fmean(collector.sizes)) if collector.sizes else 1500,
+                 "hops": round(statistics.fmean(collector.hops)) if collector.hops else 8}
+    for r in rows:
+        r.update(rows_meta)
+    return rows
+
+
+# ---------------------------------------------------------------------------------------------- floor
+
+def floor_topics(hops: int) -> list[Topic]:
+    return [Topic(f"bench.floor.{i}", key="room_id", partitions=4, schema=REQUESTS.schema, doc="floor hop")
+            for i in range(hops)]
+
+
+def floor_stage(bootstrap: str, index: int, hops: int) -> None:
+    """One pass-through process: consume hop ``index``, decode, encode, produce to ``index + 1``."""
+    hop_topics = floor_topics(hops)
+    topics.ALL_TOPICS = (*topics.ALL_TOPICS, *hop_topics)  # type: ignore[assignment]
+    settings = Settings(kafka_bootstrap=bootstrap)
+
+    async def main() -> None:
+        producer = Producer(settings)
+        await producer.start()
+        out = hop_topics[index + 1]
+
+        async def handler(topic: Topic, record: dict[str, Any], rec: Any) -> None:
+            await producer.send(out, rec.key.decode(), record)
+
+        await ConsumerLoop(settings, f"{FLOOR_GROUP}-{index}", [hop_topics[index]], handler, producer,
+                           transactional=True).run()
+
+    asyncio.run(main())
+
+
+def floor_run(settings: Settings, hops: int, size: int, rates: list[int], seconds: float,
+              env: dict[str, str], log_dir: Path) -> list[dict[str, Any]]:
+    hop_topics = floor_topics(hops + 1)
+    asyncio.run(ensure_topics(settings, hop_topics))
+    procs = []
+    for i in range(hops):
+        with open(log_dir / f"floor-{i}.log", "wb") as log:
+            procs.append(subprocess.Popen([sys.executable, __file__, "--floor-stage", str(i), "--floor-hops",
+                                           str(hops + 1), "--bootstrap", settings.kafka_bootstrap],
+                                          env={**os.environ, **env}, stdout=log, stderr=subprocess.STDOUT))
+    try:
+        return asyncio.run(floor_drive(settings, hop_topics, size, rates, seconds, [p.pid for p in procs]))
+    finally:
+        for p in procs:
+            p.terminate()
+        for p in procs:
+            try:
+                p.wait(10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+
+
+async def floor_drive(settings: Settings, hop_topics: list[Topic], size: int, rates: list[int], seconds: float,
+                      pids: list[int]) -> list[dict[str, Any]]:
+    base = new_state(room_id="r0", harness_version="v", comments=[{"event_id": "e", "user_id": "u",
+                     "text": "how much is link 3?", "ts_ms": 0}], room={}, ttl_ms=10_000, time_budget_ms=10_000)
+    pad = max(0, size - len(codec.encode(REQUESTS.schema, {"state": base})))
+    template = {"state": {**base, "room_json": json.dumps({"pad": "x" * pad})}}
+    if True:
+        schema = hop_topics[0].schema
+        consumer = AIOKafkaConsumer(hop_topics[-1].name, **consumer_options(settings),
+                                    group_id=f"floor-sink-{uuid.uuid4().hex[:6]}", auto_offset_reset="earliest")
+        await consumer.start()
+        producer = AIOKafkaProducer(**client_options(settings), acks="all", linger_ms=1)
+        await producer.start()
+        got: dict[str, float] = {}
+
+        async def sink() -> None:
+            while True:
+                for records in (await consumer.getmany(timeout_ms=200)).values():
+                    for rec in records:
+                        st = codec.decode(schema, rec.value)["state"]
+                        got[st["request_id"]] = (now_ms() - st["created_ms"]) / 1000
+
+        task = asyncio.create_task(sink())
+        # warm up: every stage joined its group and passes records
+        warm = 0
+        while not any(k.startswith("warm") for k in got) and warm < 600:
+            st = {**template["state"], "request_id": f"warm-{warm}", "room_id": "r0", "created_ms": now_ms()}
+            await producer.send_and_wait(hop_topics[0].name, key=b"r0", value=codec.encode(schema, {"state": st}),
+                                         headers=[(codec.SCHEMA_HEADER, schema.encode())])
+            warm += 1
+            await asyncio.sleep(0.5)
+        rows = []
+        cpu_pids = {"floor": pids}
+        for rate in rates:
+            prefix = uuid.uuid4().hex[:6]
+            before = sum(cpu_seconds(p) for p in cpu_pids["floor"])
+            t0 = time.monotonic()
+            n = 0
+            pending = []
+            while (due := t0 + n / rate) < t0 + seconds:
+                delay = due - time.monotonic()
+                if delay > 0:
+                    await asyncio.sleep(delay)
+                room = f"r{n % 100}"
+                st = {**template["state"], "request_id": f"{prefix}-{n}", "room_id": room, "created_ms": now_ms()}
+                pending.append(await producer.send(hop_topics[0].name, key=room.encode(),
+                                                   value=codec.encode(schema, {"state": st}),
+                                                   headers=[(codec.SCHEMA_HEADER, schema.encode())]))
+                n += 1
+            await asyncio.gather(*pending)
+            deadline = time.monotonic() + 15
+            while time.monotonic() < deadline and sum(1 for k in got if k.startswith(prefix)) < n:  # noqa: ASYNC110
+                await asyncio.sleep(0.25)
+            lat = [v for k, v in got.items() if k.startswith(prefix)]
+            cpu = sum(cpu_seconds(p) for p in cpu_pids["floor"]) - before
+            within = sum(1 for v in lat if v <= 1.5)
+            row = {"offered": rate, "delivered_s": within / seconds, "p50": pct(lat, .5), "p95": pct(lat, .95),
+                   "cpu_ms_per_req": 1000 * cpu / max(1, len(lat)), "lost": n - len(lat)}
+            rows.append(row)
+            print(f"  floor {rate}/s: {len(lat)}/{n} delivered, {within} within 1.5 s, p95 {row['p95']:.2f}s, "
+                  f"load {load_avg()}", flush=True)
+            await asyncio.sleep(2)
+        task.cancel()
+        await consumer.stop()
+        await producer.stop()
+        return rows
+
+
+# ---------------------------------------------------------------------------------------------- stack
+
+async def prepare(settings: Settings, n_rooms: int) -> list[str]:
+    demo = json.loads(DEMO_CATALOG_PATH.read_text())
+    rooms = []
+    for i in range(n_rooms):
+        base = demo["rooms"][i % len(demo["rooms"])]
+        rooms.append({**base, "room_id": f"bench-{i:03d}"})
+    pool = await connect_pool(settings.postgres_dsn, attempts=10)
+    try:
+        await migrate(pool)
+        await CommerceStore(pool).load_catalog({"rooms": rooms, "orders": []})
+    finally:
+        await pool.close()
+    await ensure_topics(settings)
+    producer = Producer(settings)
+    await producer.start()
+    try:
+        await open_rooms(producer, rooms)
+    finally:
+        await producer.stop()
+    return [r["room_id"] for r in rooms]
+
+
+def run_livehost(root: Path, base_env: dict[str, str], bootstrap: str, broker_pid: int, args: argparse.Namespace,
+                 label: str, txn: bool) -> list[dict[str, Any]]:
+    env = {**base_env, "LIVEHOST_KAFKA_TRANSACTIONS": "true" if txn else "false",
+           "LIVEHOST_STATE_DIR": str(root / f"state-{label}")}
+    settings = Settings(kafka_bootstrap=bootstrap, postgres_dsn=env["LIVEHOST_POSTGRES_DSN"],
+                        triton_url=env["LIVEHOST_TRITON_URL"], kafka_transactions=txn)
+    from livehost.stack.testing import reset_topics
+    reset_topics(bootstrap)
+    rooms = asyncio.run(prepare(settings, max(args.rates)))
+    old = dict(os.environ)
+    os.environ.update(env)
+    sups = [Supervisor(settings, root / f"logs-{label}", env)]
+    for r in range(1, args.replicas):
+        sups.append(Supervisor(settings, root / f"logs-{label}-r{r}", {**env, "LIVEHOST_REPLICA_ID": f"r{r}"},
+                               services=("hooks", "prompt", "policy", "tools")))
+    try:
+        for sup in sups:
+            sup.start()
+        for sup in sups:
+            sup.wait_ready(timeout=180)
+        procs: dict[str, list[int]] = {"broker": [broker_pid]}
+        for sup in sups:
+            for name, proc in sup.procs.items():
+                procs.setdefault(name, []).append(proc.pid)
+        triton = pids_matching("tritonserver")
+        if triton:
+            procs["triton"] = triton
+        time.sleep(3)
+        # warm-up: every room's first request loads its caches
+        asyncio.run(run_steps(settings, rooms, [min(20, max(args.rates))], 5, procs, 20))
+        return asyncio.run(run_steps(settings, rooms, args.rates, args.step_s, procs, 12))
+    finally:
+        for sup in sups:
+            sup.stop()
+        os.environ.clear()
+        os.environ.update(old)
+
+
+def tts_table() -> None:
+    import bench_voice  # type: ignore[import-not-found]
+
+    print("\n## TTS (benchmarks/bench_voice.py): real-time factor and concurrent speaking rooms per core\n")
+    print("| engine | RTF mean | rooms per core (1/RTF) | TTFA p50 ms |")
+    print("|---|---|---|---|")
+    for engine in ("piper", "espeak"):
+        try:
+            r = bench_voice.bench(engine, 1)
+        except Exception as exc:  # an engine missing on this machine is reported, not fatal
+            print(f"| {engine} | unavailable: {exc} | | |")
+            continue
+        print(f"| {engine} | {r['rtf_mean']:.3f} | {1 / r['rtf_mean']:.1f} | {r['ttfa_p50_ms']:.0f} |")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--rates", default="25,50,100,150")
+    ap.add_argument("--step-s", type=float, default=20.0)
+    ap.add_argument("--replicas", type=int, default=1)
+    ap.add_argument("--transactions", default="true", help="true, false or both")
+    ap.add_argument("--floor-rates", default="100,200,400")
+    ap.add_argument("--skip-floor", action="store_true")
+    ap.add_argument("--skip-tts", action="store_true")
+    ap.add_argument("--floor-stage", type=int, default=-1, help=argparse.SUPPRESS)
+    ap.add_argument("--floor-hops", type=int, default=0, help=argparse.SUPPRESS)
+    ap.add_argument("--bootstrap", default="", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.floor_stage >= 0:
+        floor_stage(args.bootstrap, args.floor_stage, args.floor_hops)
+        return
+    args.rates = [int(x) for x in args.rates.split(",")]
+    print(f"# bench_throughput: {os.cpu_count()} cores, load average at start {load_avg()}, "
+          f"rates {args.rates}, {args.step_s:.0f} s per rate, replicas {args.replicas}", flush=True)
+    arms = {"true": [True], "false": [False], "both": [True, False]}[args.transactions]
+    with tempfile.TemporaryDirectory(prefix="bench-tp-") as tmp:
+        root = Path(tmp)
+        with running_broker(root) as broker, running_postgres(root) as dsn, \
+                running_triton(root, REPO_ROOT / "infra" / "triton" / "models") as triton_url:
+            bootstrap = kafka.bootstrap(broker)
+            os.environ.update(kafka.client_security(broker))  # the broker as users run it (SASL_SSL)
+            base_env = {"LIVEHOST_KAFKA_BOOTSTRAP": bootstrap, "LIVEHOST_POSTGRES_DSN": dsn,
+                        "LIVEHOST_TRITON_URL": triton_url,
+                        "LIVEHOST_VOICE_ENGINE": os.environ.get("LIVEHOST_VOICE_ENGINE", "espeak"),
+                        **{f"LIVEHOST_{s}_GRPC_PORT": "0" for s in ("INGEST", "PROMPT", "POLICY", "TOOLS", "VOICE",
+                                                                    "HARNESS")}}
+            results = {}
+            for txn in arms:
+                label = "txn" if txn else "atleastonce"
+                print(f"\n# LiveHost, transactions {'on' if txn else 'off'}", flush=True)
+                results[label] = run_livehost(root, base_env, bootstrap, broker.pid, args, label, txn)
+                print_table(f"LiveHost, transactions {'on' if txn else 'off'}, replicas {args.replicas}",
+                            results[label])
+            first = next(iter(results.values()))
+            for label, rows in results.items():
+                print(f"\nLiveHost capacity ({label}): {capacity(rows):.1f} requests/s")
+            if not args.skip_floor:
+                hops, size = first[0]["hops"], first[0]["size"]
+                settings = Settings(kafka_bootstrap=bootstrap)
+                print(f"\n# Floor: {hops} pass-through ConsumerLoop processes, {size} B records", flush=True)
+                floor = floor_run(settings, hops, size, [int(x) for x in args.floor_rates.split(",")],
+                                              args.step_s, {"LIVEHOST_KAFKA_TRANSACTIONS":
+                                                            "true" if arms[0] else "false"}, root)
+                print(f"\n## Bare-Kafka floor ({hops} hops, transactions {'on' if arms[0] else 'off'})\n")
+                print("| offered/s | delivered ≤1.5 s /s | p50 s | p95 s | CPU ms/request (all hops) |")
+                print("|---|---|---|---|---|")
+                for r in floor:
+                    print(f"| {r['offered']} | {r['delivered_s']:.1f} | {r['p50']:.3f} | {r['p95']:.3f} | "
+                          f"{r['cpu_ms_per_req']:.1f} |")
+                floor_cap = max((r["delivered_s"] for r in floor if r["delivered_s"] >= 0.95 * r["offered"]),
+                                default=max(r["delivered_s"] for r in floor))
+                cap = capacity(first)
+                print(f"\nFloor capacity ≥ {floor_cap:.0f} requests/s; LiveHost {cap:.1f}/s; "
+                      f"ratio {cap / max(1e-9, floor_cap):.2f}")
+    if not args.skip_tts:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        tts_table()
+    print(f"\nload average at end {load_avg()}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,76 @@
+"""Admission control in the hooks handler under injected overload: requests that cannot finish are
+shed when merged — with a recorded ``shed:`` reason, before any prompt, policy or tool work — and
+none of the requests that were admitted is cancelled after policy work began."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from livehost.config import REPO_ROOT, Settings
+from livehost.harness.loader import load
+from livehost.harness.provider import StaticHarnessProvider
+from livehost.topics import REPLIES, REQUESTS
+from services.hooks.handlers import SHED, Handled, HooksHandler
+
+HARNESS = load(REPO_ROOT / "harness" / "default")
+T0 = 1_000_000
+WINDOW = 800
+ROOMS = [f"room-{i}" for i in range(12)]
+
+
+def handler(**kw: Any) -> HooksHandler:
+    settings = Settings(merge_window_ms=WINDOW, request_ttl_ms=10_000)
+    rooms = {r: json.dumps({"room_id": r, "current_link": 3}) for r in ROOMS}
+    return HooksHandler(settings, StaticHarnessProvider(HARNESS), rooms, **kw)
+
+
+def of(done: Handled, topic: str) -> list[dict[str, Any]]:
+    return [e.record for e in done.emits if e.topic.name == topic]
+
+
+def no_reply(state: dict[str, Any]) -> dict[str, Any]:
+    return {"state": state, "kind": "no_reply", "skill": None, "tool": None, "arguments_json": "{}", "text": None,
+            "reason": "done", "raw_output": "", "model": "test"}
+
+
+async def burst(h: HooksHandler, at: int, rooms: list[str], tag: str) -> Handled:
+    for n, room in enumerate(rooms):
+        await h.on_room_event({"event_id": f"{tag}-{n}", "room_id": room, "type": "comment", "user_id": f"u-{n}",
+                               "text": "how much is link 3?", "ts_ms": at}, at)
+    return await h.flush(at + WINDOW)
+
+
+async def test_overload_is_shed_at_admission_and_admitted_requests_are_not_cancelled_later() -> None:
+    h = handler(max_in_flight=4)
+    done = await burst(h, T0, ROOMS, "a")  # 12 rooms at once, room for 4 in flight
+    started = [r["state"] for r in of(done, REQUESTS.name)]
+    shed = of(done, REPLIES.name)
+    assert len(started) == 4 and h.in_flight_count == 4
+    assert len(shed) == 8
+    for reply in shed:
+        assert reply["outcome"] == "cancelled" and reply["reason"].startswith(SHED + "system overloaded")
+        kinds = [s["kind"] for s in reply["state"]["steps"]]
+        assert "prompt" not in kinds and "action" not in kinds and "cancel" in kinds  # no work, recorded
+
+    # The admitted requests finish (the policy answered within budget): none is cancelled.
+    outcomes = []
+    for state in started:
+        outcomes += [r["outcome"] for r in of(await h.on_action(no_reply(state), T0 + 1500), REPLIES.name)]
+    assert outcomes == ["no_reply"] * 4 and h.in_flight_count == 0
+    assert 0 < h.service_ms <= 1500 - WINDOW
+
+
+async def test_a_room_queue_that_cannot_finish_within_the_budget_is_shed() -> None:
+    h = handler()
+    for n in range(3):  # three requests took 3 s each from release to outcome (the estimate needs three)
+        at = T0 + 4_000 * n
+        (state,) = [r["state"] for r in of(await burst(h, at, ["room-0"], f"a{n}"), REQUESTS.name)]
+        await h.on_action(no_reply(state), at + WINDOW + 3_000)
+    assert h.service_ms == 3_000
+    t1 = T0 + 12_000
+    (second,) = [r["state"] for r in of(await burst(h, t1, ["room-0"], "b"), REQUESTS.name)]
+    assert of(await burst(h, t1 + 100, ["room-0"], "c"), REPLIES.name) == []  # 1 ahead: 6 s fits in 7.2 s
+    (shed,) = of(await burst(h, t1 + 200, ["room-0"], "d"), REPLIES.name)  # 2 ahead: 9 s does not
+    assert shed["outcome"] == "cancelled" and shed["reason"].startswith(SHED + "room queue (2 ahead")
+    assert second["request_id"] == h.in_flight("room-0")
