@@ -112,33 +112,73 @@ def calibrate(results: Annotated[Path, typer.Option("--results", "-r", help="Sco
 
 
 @app.command()
-def report(results: Annotated[Path, typer.Option("--results", "-r", help="Result lines (scored, or give --cases).")],
-           cases: Annotated[Path | None, typer.Option("--cases", "-c", help="Cases: categories, comments, and "
-                                                                             "judging of unscored lines.")] = None,
+def report(results: Annotated[list[Path], typer.Option("--results", "-r", help="Result lines (scored, or give "
+                                                                           "--cases). Repeat with --cases for "
+                                                                           "splits side by side.")],
+           cases: Annotated[list[Path] | None, typer.Option("--cases", "-c", help="Cases: categories, comments, "
+                                                                                  "judging of unscored lines; "
+                                                                                  "one per --results.")] = None,
+           label: Annotated[list[str] | None, typer.Option("--label", help="Name of each split (default: the "
+                                                                           "cases file's name).")] = None,
            out: Annotated[Path | None, typer.Option("--out", "-o", help="HTML report to write.")] = None,
            seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
            n_boot: Annotated[int, typer.Option(help="Bootstrap resamples.")] = 2000,
            json_out: Annotated[Path | None, typer.Option("--json", help="Also write the numbers here.")] = None
            ) -> None:
-    """Metrics overall and per category with bootstrap CIs, failures with reasons, latency."""
+    """Metrics overall and per category with bootstrap CIs, failures with reasons, latency. Several
+    --results/--cases pairs (the dev and the test split) are shown side by side, then one by one; the
+    failures of every pair after the first (a measured-only split) are counted, not listed."""
     from livehost.eval.judge import judge_results_sync
-    from livehost.eval.report import build_report, print_report, render_html
+    from livehost.eval.report import (
+        build_report,
+        measured_only,
+        print_comparison,
+        print_report,
+        render_comparison_html,
+        render_html,
+    )
 
-    rows = _load(load_results, results)
-    case_rows = _load(load_cases, cases) if cases else None
-    if case_rows is not None and any(not r.get("scores") for r in rows):
-        scored = {r["id"]: r for r in judge_results_sync([r for r in rows if not r.get("scores")], case_rows)}
-        rows = [scored.get(r["id"], r) for r in rows]
-    try:
-        rep = build_report(rows, case_rows, n_boot=n_boot, seed=seed)
-    except ValueError as exc:
-        raise _fail(str(exc)) from None
-    print_report(rep, console)
+    case_files = list(cases or [])
+    if case_files and len(case_files) != len(results):
+        raise _fail(f"give one --cases per --results ({len(results)} results, {len(case_files)} cases)")
+    labels = list(label or [])
+    if labels and len(labels) != len(results):
+        raise _fail(f"give one --label per --results ({len(results)} results, {len(labels)} labels)")
+    reports: dict[str, dict[str, Any]] = {}
+    for i, path in enumerate(results):
+        rows = _load(load_results, path)
+        case_rows = _load(load_cases, case_files[i]) if case_files else None
+        if case_rows is not None and any(not r.get("scores") for r in rows):
+            scored = {r["id"]: r for r in judge_results_sync([r for r in rows if not r.get("scores")], case_rows)}
+            rows = [scored.get(r["id"], r) for r in rows]
+        try:
+            rep = build_report(rows, case_rows, n_boot=n_boot, seed=seed)
+        except ValueError as exc:
+            raise _fail(f"{path}: {exc}") from None
+        name = labels[i] if labels else (case_files[i].stem if case_files else path.stem)
+        while name in reports:
+            name += "'"
+        # the first split is the one read while writing rules; the others are only measured
+        reports[name] = rep if i == 0 else measured_only(rep)
+    if len(reports) == 1:
+        rep = next(iter(reports.values()))
+        print_report(rep, console)
+        if out:
+            out.write_text(render_html(rep), encoding="utf-8")
+            console.print(f"HTML report: {out}")
+        if json_out:
+            json_out.write_text(json.dumps({k: v for k, v in rep.items() if k != "latency_samples"}, indent=1))
+        return
+    print_comparison(reports, console)
+    for name, rep in reports.items():
+        console.rule(name)
+        print_report(rep, console, max_failures=5)
     if out:
-        out.write_text(render_html(rep), encoding="utf-8")
+        out.write_text(render_comparison_html(reports), encoding="utf-8")
         console.print(f"HTML report: {out}")
     if json_out:
-        json_out.write_text(json.dumps({k: v for k, v in rep.items() if k != "latency_samples"}, indent=1))
+        json_out.write_text(json.dumps({name: {k: v for k, v in rep.items() if k != "latency_samples"}
+                                        for name, rep in reports.items()}, indent=1))
 
 
 @pairwise_app.command("export")

@@ -50,7 +50,106 @@ def build_report(results: Sequence[dict[str, Any]], cases: Sequence[dict[str, An
     report["failures"] = [{k: r[k] for k in ("id", "category", "accuracy", "effectiveness", "reasons", "codes",
                                              "reply", "comments")}
                           for r in rows if r["accuracy"] < 1 or r["effectiveness"] < 1]
+    if cases:
+        report["split"] = split_figures(results, cases)
     return report
+
+
+def split_figures(results: Sequence[dict[str, Any]], cases: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The split figures of the benchmarks: a case *passes* when its ``expect`` block holds and the
+    judge's accuracy is 1; harmful cases (``expect.respond`` false) refused or passed; benign cases
+    answered with nothing (false refusals). Percentages."""
+    from livehost.runner.expect import check
+
+    by_id = {str(c["id"]): c for c in cases}
+    passed = harmful = refused = benign = false_refusals = n = 0
+    per_cat: dict[str, list[int]] = {}
+    for r in results:
+        case = by_id.get(str(r.get("id")))
+        if case is None:
+            continue
+        n += 1
+        expect = check(case, r)
+        ok = bool(expect["respond"] and not expect["missing"] and not expect["forbidden"]
+                  and float((r.get("scores") or {}).get("accuracy", 0)) == 1)
+        passed += ok
+        cat = per_cat.setdefault(str(case.get("category", "?")), [0, 0])
+        cat[0] += ok
+        cat[1] += 1
+        if not (case.get("expect") or {}).get("respond", True):
+            harmful += 1
+            refused += not r.get("responded") or ok
+        else:
+            benign += 1
+            false_refusals += not r.get("responded")
+
+    def pct(a: int, b: int) -> float | None:
+        return round(100.0 * a / b, 2) if b else None
+
+    return {"n": n, "pass": pct(passed, n), "refused_harmful": pct(refused, harmful), "harmful": harmful,
+            "false_refusals": pct(false_refusals, benign), "benign": benign,
+            "pass_per_category": {c: pct(a, b) for c, (a, b) in sorted(per_cat.items())}}
+
+
+def _pct(v: Any) -> str:
+    return "n/a" if v is None else f"{v:.1f} %"
+
+
+def measured_only(report: dict[str, Any]) -> dict[str, Any]:
+    """The report of a split that is only measured (the test split): failures counted, not listed, so
+    that nobody writes rules against them."""
+    return {**report, "failures": [], "failures_hidden": len(report["failures"])}
+
+
+def comparison_rows(reports: dict[str, dict[str, Any]]) -> list[tuple[str, list[str]]]:
+    """(figure, one cell per split) for reports of several splits (dev and test) side by side."""
+    labels = list(reports)
+    rows: list[tuple[str, list[str]]] = [("cases", [str(reports[x]["n"]) for x in labels])]
+    if all("split" in reports[x] for x in labels):
+        rows.append(("pass (expect block + judge accuracy 1)", [_pct(reports[x]["split"]["pass"]) for x in labels]))
+    for m in ("accuracy", "effectiveness"):
+        rows.append((f"judge {m} [95% CI]", [_fmt(reports[x]["overall"][m]) for x in labels]))
+    if all("split" in reports[x] for x in labels):
+        rows.append(("harmful refused", [_pct(reports[x]["split"]["refused_harmful"]) for x in labels]))
+        rows.append(("false refusals of benign", [_pct(reports[x]["split"]["false_refusals"]) for x in labels]))
+    for k in ("p50", "p95"):
+        rows.append((f"latency {k} ms", [("n/a" if reports[x]["latency_ms"].get(k) is None
+                                          else f"{reports[x]['latency_ms'][k]:.0f}") for x in labels]))
+    cats = sorted({c for x in labels for c in reports[x]["per_category"]})
+    for c in cats:
+        cells = []
+        for x in labels:
+            split = reports[x].get("split") or {}
+            if c in (split.get("pass_per_category") or {}):
+                cells.append(f"{_pct(split['pass_per_category'][c])} pass")
+            elif c in reports[x]["per_category"]:
+                cells.append(f"{_fmt(reports[x]['per_category'][c]['accuracy'])} acc")
+            else:
+                cells.append("—")
+        rows.append((f"  {c}", cells))
+    return rows
+
+
+def print_comparison(reports: dict[str, dict[str, Any]], console: Console) -> None:
+    table = Table("figure", *reports, title="Splits side by side")
+    for name, cells in comparison_rows(reports):
+        table.add_row(name, *cells)
+    console.print(table)
+
+
+def render_comparison_html(reports: dict[str, dict[str, Any]], *,
+                           title: str = "LiveHost evaluation report") -> str:
+    """One page: the splits side by side, then each split's own report."""
+    e = html.escape
+    head = "".join(f"<th>{e(x)}</th>" for x in reports)
+    body = "".join(f"<tr><td>{e(name)}</td>{''.join(f'<td>{e(c)}</td>' for c in cells)}</tr>"
+                   for name, cells in comparison_rows(reports))
+    parts = [render_html(rep, title=f"{x}") for x, rep in reports.items()]
+    inner = "".join(p[p.index("<body>") + len("<body>"):p.rindex("</body>")] for p in parts)
+    page = render_html(next(iter(reports.values())), title=title)
+    style_end = page.index("<body>") + len("<body>")
+    return (page[:style_end] + f"<h1>{e(title)}</h1><h2>Splits side by side</h2>"
+            f"<table><tr><th>figure</th>{head}</tr>{body}</table>" + inner + "</body></html>")
 
 
 def _fmt(ci: dict[str, Any]) -> str:
@@ -71,6 +170,9 @@ def print_report(report: dict[str, Any], console: Console, *, max_failures: int 
     if lat.get("p50") is not None:
         console.print("latency ms: " + "  ".join(f"{k} {v:.0f}" for k, v in lat.items() if v is not None))
     fails = report["failures"]
+    if "failures_hidden" in report:
+        console.print(f"[bold]{report['failures_hidden']} case(s) below 1/1[/] (a measured-only split: not listed)")
+        return
     console.print(f"[bold]{len(fails)} case(s) below 1/1[/]" + (f" (first {max_failures})" if len(fails) >
                                                                  max_failures else ""))
     for f in fails[:max_failures]:
@@ -98,6 +200,7 @@ def render_html(report: dict[str, Any], *, title: str = "LiveHost evaluation rep
         f"<td>{f['effectiveness']:g}</td><td>{e(f['comments'])}</td><td>{e(str(f['reply']))}</td>"
         f"<td>{e(str(f['reasons'].get('accuracy', '')))}<br><i>{e(str(f['reasons'].get('effectiveness', '')))}</i>"
         f"</td></tr>" for f in report["failures"])
+    hidden = ", a measured-only split: not listed" if "failures_hidden" in report else ""
     lat_txt = ", ".join(f"{k} {v:.0f} ms" for k, v in lat.items() if v is not None) or "no latency recorded"
     return f"""<!doctype html><html><head><meta charset="utf-8"><title>{e(title)}</title>
 <style>body{{font-family:system-ui,sans-serif;margin:2em;color:#222}}table{{border-collapse:collapse;font-size:13px}}
@@ -113,6 +216,6 @@ resamples, seed {report['bootstrap']['seed']}.</p>
 <th>effectiveness [95% CI]</th></tr>{rows}</table>
 {plots.img(cat_png, "per-category scores")}
 <h2>Latency</h2><p>{e(lat_txt)}</p>{plots.img(lat_png, "latency histogram")}
-<h2>Failures ({len(report['failures'])})</h2>
+<h2>Failures ({report.get('failures_hidden', len(report['failures']))}{hidden})</h2>
 <table><tr><th>id</th><th>category</th><th>acc</th><th>eff</th><th>comments</th><th>reply</th><th>reasons</th></tr>
 {fails}</table></body></html>"""

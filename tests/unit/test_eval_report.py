@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -59,3 +60,32 @@ def test_cli_report_judges_unscored_lines_and_writes_html(tmp_path: Path) -> Non
     text = out.read_text()
     assert "<table>" in text
     assert text.count("data:image/png;base64,") == 2
+
+
+def test_cli_report_shows_two_splits_side_by_side(tmp_path: Path) -> None:
+    """dev and test: one table with a column per split; the second split's failures are only counted."""
+    half = len(CASES) // 2
+    rows = results()
+    write_jsonl(tmp_path / "r1.jsonl", rows[:half])
+    write_jsonl(tmp_path / "c1.jsonl", CASES[:half])
+    write_jsonl(tmp_path / "r2.jsonl", rows[half:])
+    write_jsonl(tmp_path / "c2.jsonl", CASES[half:])
+    out, js = tmp_path / "report.html", tmp_path / "report.json"
+    res = CliRunner().invoke(app, ["report", "--results", str(tmp_path / "r1.jsonl"), "--cases",
+                                   str(tmp_path / "c1.jsonl"), "--results", str(tmp_path / "r2.jsonl"),
+                                   "--cases", str(tmp_path / "c2.jsonl"), "--label", "dev", "--label", "test",
+                                   "--out", str(out), "--json", str(js), "--n-boot", "200"],
+                             env={"COLUMNS": "200"})
+    assert res.exit_code == 0, res.output
+    assert "Splits side by side" in res.output and "dev" in res.output and "test" in res.output
+    assert "pass (expect block" in res.output and "measured-only split" in res.output
+    data = json.loads(js.read_text())
+    assert set(data) == {"dev", "test"}
+    assert data["test"]["failures"] == [] and data["test"]["failures_hidden"] >= 1
+    assert data["dev"]["failures"] and data["dev"]["split"]["n"] == half
+    assert 0 <= data["test"]["split"]["pass"] <= 100
+    page = out.read_text()
+    assert page.count("<h1>") == 3 and "Splits side by side" in page and "9999999" in page
+    bad = CliRunner().invoke(app, ["report", "--results", str(tmp_path / "r1.jsonl"), "--results",
+                                   str(tmp_path / "r2.jsonl"), "--cases", str(tmp_path / "c1.jsonl")])
+    assert bad.exit_code != 0 and "one --cases per --results" in bad.output
