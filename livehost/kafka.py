@@ -191,14 +191,20 @@ class Producer:
             self._producer = None
 
     async def send(self, topic: Topic, key: str, record: dict[str, Any]) -> tuple[int, int]:
-        """Encode and send; waits for the broker's acknowledgement. Returns (partition, offset)."""
+        """Encode and send; waits for the broker's acknowledgement. Returns (partition, offset).
+
+        Inside a consumer loop's batch it only enqueues the record (returns (-1, -1)): the loop waits
+        for every acknowledgement of the batch before committing it."""
         if self._producer is None:
             raise RuntimeError("producer not started")
         value = codec.encode(topic.schema, record)
         producer = _TRANSACTION.get() or self._producer
-        meta = await producer.send_and_wait(
-            topic.name, value=value, key=key.encode(),
-            headers=[(codec.SCHEMA_HEADER, topic.schema.encode())])
+        headers = [(codec.SCHEMA_HEADER, topic.schema.encode())]
+        pending = _PENDING.get()
+        if pending is not None:
+            pending.append(await producer.send(topic.name, value=value, key=key.encode(), headers=headers))
+            return -1, -1
+        meta = await producer.send_and_wait(topic.name, value=value, key=key.encode(), headers=headers)
         return meta.partition, meta.offset
 
     async def send_raw(self, topic: str, key: bytes | None, value: bytes | None) -> None:
@@ -230,6 +236,11 @@ POISON_AFTER = 3  # failed transactions before a batch is narrowed, and again be
 # through it, so handlers need not know whether their step is transactional.
 _TRANSACTION: contextvars.ContextVar[AIOKafkaProducer | None] = contextvars.ContextVar(
     "livehost_kafka_transaction", default=None)
+# The delivery futures of the batch the current task is handling, if any: Producer.send then enqueues
+# without waiting, and the consumer loop awaits them all before it commits the batch's offsets (or its
+# transaction), so a batch costs one round of acknowledgements instead of one per record.
+_PENDING: contextvars.ContextVar[list[asyncio.Future[Any]] | None] = contextvars.ContextVar(
+    "livehost_kafka_pending", default=None)
 
 
 def transactional_id(settings: Settings, group_id: str) -> str:
@@ -304,10 +315,22 @@ class ConsumerLoop:
                 batches = await consumer.getmany(timeout_ms=200, max_records=200)
                 if not batches:
                     continue
+                for tp, records in batches.items():  # saturation signal: records behind the partition end
+                    high = consumer.highwater(tp)
+                    if high is not None:
+                        metrics.CONSUMER_LAG.labels(self.group_id, tp.topic, str(tp.partition)).set(
+                            max(0, high - records[-1].offset - 1))
                 if txn is None:
-                    for records in batches.values():
-                        for rec in records:
-                            await self._handle(rec)
+                    try:
+                        await self._handle_batch(batches)
+                    except KafkaError as exc:  # a send of the batch failed: handle the batch again
+                        if self._stop.is_set():
+                            raise
+                        log.warning("sends of %s failed (%s); re-reading the batch", self.group_id, exc)
+                        for tp, records in batches.items():
+                            consumer.seek(tp, records[0].offset)
+                        await asyncio.sleep(self.settings.connect_backoff_initial_s)
+                        continue
                     await consumer.commit()
                 else:
                     await self._handle_in_transaction(consumer, txn, batches)
@@ -341,9 +364,7 @@ class ConsumerLoop:
                         metrics.RECORDS.labels(self.group_id, first.topic, "dead_letter").inc()
                         await dead_letter(self.producer, first, f"transaction failed {failures} times", self.group_id)
                     else:
-                        for records in batches.values():
-                            for rec in records:
-                                await self._handle(rec)
+                        await self._handle_batch(batches)
                 finally:
                     _TRANSACTION.reset(token)
                 offsets = {tp: records[-1].offset + 1 for tp, records in batches.items()}
@@ -364,6 +385,31 @@ class ConsumerLoop:
         self._txn_failures.pop(key, None)
         if failures >= POISON_AFTER:  # the narrowed batch went through: continue after its record
             consumer.seek(first_tp, first.offset + 1)
+
+    async def _handle_batch(self, batches: dict[Any, list[ConsumerRecord]]) -> None:
+        """Handle a batch: the records of one key (a room) in order, different keys concurrently; the
+        output records are sent without waiting, and all their acknowledgements awaited at the end."""
+        by_key: dict[Any, list[ConsumerRecord]] = {}
+        for records in batches.values():
+            for rec in records:
+                by_key.setdefault((rec.topic, rec.partition, rec.key), []).append(rec)
+
+        async def in_order(records: list[ConsumerRecord]) -> None:
+            for rec in records:
+                await self._handle(rec)
+
+        pending: list[asyncio.Future[Any]] = []
+        token = _PENDING.set(pending)
+        try:
+            # every key runs to its end before a failure is raised (a transaction is then aborted whole)
+            failures = [r for r in await asyncio.gather(*(in_order(records) for records in by_key.values()),
+                                                        return_exceptions=True) if isinstance(r, BaseException)]
+        finally:
+            _PENDING.reset(token)
+        sent = await asyncio.gather(*pending, return_exceptions=True)
+        failures += [r for r in sent if isinstance(r, BaseException)]
+        if failures:
+            raise failures[0]
 
     async def _handle(self, rec: ConsumerRecord) -> None:
         topic = by_name(rec.topic)

@@ -23,5 +23,5 @@ SERVICE_SECONDS = Gauge("livehost_request_service_seconds", "Moving average of r
                         "admission control's service-time estimate.")
 SHED = Counter("livehost_requests_shed_total", "Requests refused at admission, before any prompt, policy or "
                "tool work.", ["why"])  # why: system (in-flight limit) or budget (queue cannot finish in time)
-CONSUMER_LAG = Gauge("livehost_consumer_lag_records", "Records behind the partition's end, per consumer group "
-                     "and topic (summed over this consumer's partitions).", ["group", "topic"])
+CONSUMER_LAG = Gauge("livehost_consumer_lag_records", "Records behind the partition end, per consumer group, "
+                     "topic and partition (set when a batch is read).", ["group", "topic", "partition"])
