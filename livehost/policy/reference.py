@@ -25,7 +25,7 @@ from typing import Any
 
 import jsonschema
 
-from livehost.understanding import choice
+from livehost.understanding import choice, embed
 from livehost.understanding.facts import Fact, attribute_facts, campaign_facts, faq_facts, rank
 from livehost.understanding.normalize import expand_shorthand, normalize
 from livehost.understanding.screening import DEFAULT_THRESHOLDS, screen
@@ -151,6 +151,12 @@ _COMPLIANCE_PATTERNS = [
 ]
 _GREETING_RE = re.compile(r"^\s*(hi|hello|hey|yo|hiya|howdy|good (morning|evening|afternoon|night))\b")
 _THANKS_RE = re.compile(r"\b(thanks?|thank you)\b")
+# "does it come in X", "can I get it in X": X names one option of a product's option list (colours, …)
+_OPTION_RE = re.compile(r"\b(?:comes?|coming|came)\s+in\s+(?:an?\s+)?([a-z][a-z-]+)\b"
+                        r"|\b(?:have|get|got|available|buy|order)\s+(?:it\s+|this\s+|one\s+|them\s+|these\s+)?"
+                        r"in\s+(?:an?\s+)?([a-z][a-z-]+)\b")
+_NOT_OPTIONS = {"stock", "store", "cart", "time", "total", "bulk", "person", "advance", "case", "general", "the",
+                "my", "your", "our", "this", "that", "it", "there", "here", "live", "stream", "room", "china"}
 _LINK_RE = re.compile(r"\blink\s*(?:#|no\.?|num(?:ber)?\.?)?\s*(\d{1,4})\b|#\s?(\d{1,4})\b", re.IGNORECASE)
 _ORDER_RE = re.compile(
     r"\border\s*(?:#|no\.?|number|num|id)?\s*(?:is\s+)?[:#]?\s*([A-Za-z]*-?\d[\w-]{3,})"
@@ -173,6 +179,11 @@ _ORDINAL_LINK_RE = re.compile(r"\b(first|second|third|fourth|fifth|sixth|seventh
 _DETERMINER_RE = re.compile(r"(?=\b(?:the|this|that|these|those|your|ur|a|an|any|how many|for|of)\s+"
                             r"((?:[a-z][a-z'-]*\s*){1,3}))")
 
+
+# words of "the <word> one" that compare or point rather than name a value of a product
+_NOT_PICKS = {"other", "same", "last", "next", "new", "old", "cheap", "cheaper", "cheapest", "big", "bigger",
+              "biggest", "small", "smaller", "smallest", "right", "left", "previous", "current", "good", "better",
+              "best", "nice", "cute", "pretty", "expensive", "second", "third", "first", "only", "real", "whole"}
 
 # a pronoun that refers to the product on screen: "it", "they", or "this"/"that" standing alone
 _PRONOUN_RE = re.compile(r"\b(it|they|them)\b|\b(this|that|these|those)\b(?!\s+(?!one\b|ones\b|is\b|are\b|has\b|"
@@ -492,7 +503,10 @@ class _Decider:
                 if len(w) < 3 or w in _STOP or any(ch.isdigit() for ch in w) or _ORDINAL_RE.fullmatch(w):
                     continue
                 s = stem(w)
-                if s in _GENERIC or s in own or w in out:
+                # "the <word> one": the word picks a product by one of its values (a colour, …) even
+                # when it is also a word that asks for an attribute, unless the product on screen has it
+                picks = bool(re.match(rf"{re.escape(w)}\s+ones?\b", phrase)) and w not in _NOT_PICKS
+                if (s in _GENERIC and not picks) or s in own or w in out:
                     continue
                 out.append(w)
         return out
@@ -1131,7 +1145,10 @@ class _Decider:
                     if lk is not None:
                         out.append(self._price_sentence(facts, link))
                     out.append(self._price_sentence(pf, lk if lk is not None else link))
-                if intent == "general" and facts:
+                option = self.option_answer(facts, "It") if intent == "general" else None
+                if option:
+                    out.append((option, True, 0))
+                elif intent == "general" and facts:
                     named_keys = self.named_attribute_keys(facts)
                     if named_keys:
                         out.extend((self._named_attribute_sentence(facts, k, the_item), True, 0)
@@ -1142,8 +1159,11 @@ class _Decider:
                         if not found and len(words(self.text)) >= 5:  # a real question nothing answers
                             out.append(("Let me check that detail for you.", False, 0))
             elif intent == "attribute":
-                found = self.retrieve(facts)
-                if found:
+                option = self.option_answer(facts, "It")
+                found = [] if option else self.retrieve(facts)
+                if option:
+                    out.append((option, True, 0))
+                elif found:
                     out.extend((f.sentence, True, 0) for f in found)
                 else:
                     out.append(("Let me check that detail for you.", False, 0))
@@ -1155,7 +1175,7 @@ class _Decider:
                     sold_out = all(isinstance(f.value, int | float) and f.value <= 0 for f in rows)
                 elif s_out:
                     sold_out = True
-                    out.append((f"Sorry, {the_item} is sold out right now, stay tuned for a restock!", True, 0))
+                    out.append((self.sold_out_sentence(link, title), True, 0))
                     out.extend(self.alternatives(link))
                 elif units is not None and units > 0 and self.named_target()[0] is not None and title:
                     out.append((f"Good news: {units} of {the_item} on link {link} left in stock!", True, 0))
@@ -1212,7 +1232,7 @@ class _Decider:
                 if s_out:
                     if "stock" not in intents:
                         sold_out = True
-                        out.append((f"Sorry, {the_item} is sold out right now, stay tuned for a restock!", True, 0))
+                        out.append((self.sold_out_sentence(link, title), True, 0))
                         out.extend(self.alternatives(link))
                 elif self.pin_ok():
                     out.append(("I've pinned it on screen: tap the card to check out!", True, 0))
@@ -1244,6 +1264,32 @@ class _Decider:
         pool += faq_facts(self.faq_entries())
         pool += campaign_facts(self.room.get("campaign"))
         return pool
+
+    def option_answer(self, facts: dict[str, Any] | None, subject: str) -> str | None:
+        """A viewer asks for an option the product's option lists do not have ("does it come in X?"
+        where X is no value of any list): name the options it has. The list is the one whose values
+        are closest in meaning to X (embeddings; the longest list without them)."""
+        if not facts:
+            return None
+        lists = {k: [str(x) for x in v] for k, v in (facts.get("attributes") or {}).items()
+                 if isinstance(v, list) and len(v) >= 2 and all(isinstance(x, str | int | float) for x in v)}
+        if not lists:
+            return None
+        values = {normalize(x) for vs in lists.values() for x in vs}
+        title = stems(str(facts.get("title") or ""))
+        for m in _OPTION_RE.finditer(normalize(self.text)):
+            word = m.group(1) or m.group(2)
+            if word in _NOT_OPTIONS or word in _STOP or stem(word) in title or word in values \
+                    or any(word in v.split() for v in values):
+                continue
+            if embed.available() and len(lists) > 1:
+                key = max(lists, key=lambda k: sum(embed.similarity(word, lists[k])) / len(lists[k]))
+            else:
+                key = max(lists, key=lambda k: len(lists[k]))
+            fact = next((f for f in attribute_facts(subject, {key: lists[key]})), None)
+            if fact is not None:
+                return f"Sorry, not in {word}! {fact.sentence}"
+        return None
 
     def retrieve(self, facts: dict[str, Any] | None,
                  kinds: tuple[str, ...] = ("attribute", "variant", "faq", "campaign")) -> list[Fact]:
@@ -1314,6 +1360,19 @@ class _Decider:
         name = f"The {title}" if title else "It"
         on = f" on link {where}" if where is not None else ""
         return (f"{name}{on} is {_fmt_num(facts['price'])}{_currency(facts.get('currency'))}.", True, 0)
+
+    def sold_out_sentence(self, link: int | None, title: str | None) -> str:
+        return f"Sorry, {self.sold_out_item(link, title)} is sold out right now, stay tuned for a restock!"
+
+    def sold_out_item(self, link: int | None, title: str | None) -> str:
+        """The sold-out product by name and link (its title from the product data or the room's lineup),
+        so that the links offered next are not taken for it."""
+        if title is None and link is not None:
+            title = next((str(x["title"]) for x in self.lineup() if x.get("link_id") == link and x.get("title")),
+                         None)
+        if title and link is not None:
+            return f"link {link}, the {title},"
+        return f"the {title}" if title else "this one"
 
     def link_missing(self, link: int) -> bool:
         """A product lookup for this link answered "not found" (not a timeout or another failure), or a

@@ -244,3 +244,24 @@ def test_renamed_harness_gives_equivalent_behaviour(harness, case):
     assert _shape(other, back) == _shape(original, back)
     assert other.reply == original.reply
     assert len(other.corrections) == len(original.corrections) == (case["id"] == "sample-correction-01")
+
+
+def test_an_option_the_product_lacks_is_answered_with_the_options_it_has(harness):
+    case = copy.deepcopy(next(c for c in CASES if c["category"] == "multi_intent"))
+    case["catalog"][0]["attributes"]["sizes"] = ["S", "M", "L"]
+    result = run_loop(decide, harness, _with_comment(case, "does it come in purple?"))
+    reply = (result.reply or "").lower()
+    assert "not in purple" in reply and "black, navy and red" in reply and "comes in purple" not in reply
+    result = run_loop(decide, harness, _with_comment(case, "is it available in stock?"))
+    assert "not in" not in (result.reply or "").lower()
+
+
+def test_a_value_picks_the_product_and_a_sold_out_one_is_named(harness):
+    case = copy.deepcopy(next(c for c in CASES if c["category"] == "multi_intent"))
+    case["catalog"][0]["attributes"]["colors"] = ["grey"]
+    case["catalog"].append({"link_id": 5, "sku": "X-5", "title": "Canvas tote", "price": 88.0, "currency": "CNY",
+                            "stock": 0, "attributes": {"colors": ["red", "green"]}, "faq": []})
+    result = run_loop(decide, harness, _with_comment(case, "how much is the red one?"))
+    assert "88" in (result.reply or "") and "link 5" in (result.reply or "")
+    result = run_loop(decide, harness, _with_comment(case, "is link 5 sold out?"))
+    assert "link 5, the canvas tote, is sold out" in (result.reply or "").lower()
