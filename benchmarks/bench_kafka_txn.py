@@ -28,7 +28,7 @@ from aiokafka.admin import AIOKafkaAdminClient, NewTopic  # noqa: E402
 
 from livehost.config import Settings  # noqa: E402
 from livehost.kafka import ConsumerLoop, Producer, ensure_topics, now_ms  # noqa: E402
-from livehost.stack.testing import reset_topics, running_kafka  # noqa: E402
+from livehost.stack.testing import kafka_client, reset_topics, running_kafka  # noqa: E402
 from livehost.topics import ROOM_EVENTS  # noqa: E402
 
 
@@ -38,7 +38,7 @@ async def one_run(bootstrap: str, transactional: bool, rate: float, n: int) -> l
     out_topic = f"bench.out.{group}"
     settings = Settings(kafka_bootstrap=bootstrap)
     await ensure_topics(settings, [ROOM_EVENTS])
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+    admin = AIOKafkaAdminClient(**kafka_client(bootstrap))
     await admin.start()
     await admin.create_topics([NewTopic(out_topic, 4, 1)])
     await admin.close()
@@ -51,7 +51,7 @@ async def one_run(bootstrap: str, transactional: bool, rate: float, n: int) -> l
     loop = ConsumerLoop(settings, group, [ROOM_EVENTS], handler, producer, transactional=transactional)
     task = asyncio.create_task(loop.run())
     await loop.ready.wait()
-    reader = AIOKafkaConsumer(out_topic, bootstrap_servers=bootstrap, group_id=None, auto_offset_reset="earliest",
+    reader = AIOKafkaConsumer(out_topic, **kafka_client(bootstrap), group_id=None, auto_offset_reset="earliest",
                               isolation_level="read_committed")
     await reader.start()
     await asyncio.sleep(2.0)  # let the loop's group join settle

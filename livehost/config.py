@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -42,6 +42,9 @@ class Settings(BaseSettings):
     # Heap of the embedded Apache Kafka broker, and where its jars are fetched to once (shared by every
     # stack and test session; infra/kafka/pom.xml pins them).
     stack_kafka_heap_mb: int = 512
+    # SASL_SSL + SCRAM on the embedded Apache Kafka (certificates from the local CA); off only for
+    # debugging the broker itself.
+    stack_kafka_security: bool = True
     stack_kafka_dist_dir: Path = REPO_ROOT / ".livehost" / "kafka-dist"
     stack_postgres_port: int = 0
     stack_triton_grpc_port: int = 0
@@ -96,6 +99,17 @@ class Settings(BaseSettings):
     kafka_session_timeout_ms: int = 6000
     kafka_heartbeat_interval_ms: int = 1000
     kafka_client_id: str = "livehost"
+    # Kafka security of every client (aiokafka, Faust, the CLI, the simulator). PLAINTEXT | SSL |
+    # SASL_PLAINTEXT | SASL_SSL; SASL mechanism SCRAM-SHA-512 (or -256, PLAIN); the CA that signed the
+    # brokers' certificates; an optional client certificate for SSL client authentication. The embedded
+    # broker runs SASL_SSL + SCRAM and `livehost stack up` writes these to the env file.
+    kafka_security_protocol: str = "PLAINTEXT"
+    kafka_sasl_mechanism: str = "SCRAM-SHA-512"
+    kafka_sasl_username: str = ""
+    kafka_sasl_password: SecretStr = SecretStr("")
+    kafka_ssl_cafile: Path | None = None
+    kafka_ssl_certfile: Path | None = None
+    kafka_ssl_keyfile: Path | None = None
     # Idempotent producers (no duplicates from producer retries); Tansu's env file turns them off.
     kafka_enable_idempotence: bool = True
     kafka_replication_factor: int = 1

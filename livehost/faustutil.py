@@ -62,6 +62,21 @@ def _patch_faust_clients(fetch_max_wait_ms: int | None, read_committed: bool, id
     _PATCHED["wanted"] = wanted
 
 
+def credentials(settings: Settings) -> Any:
+    """Faust's form of the Kafka security settings (the same as every aiokafka client's)."""
+    from livehost.kafka import ssl_context
+
+    protocol = settings.kafka_security_protocol
+    context = ssl_context(settings)
+    if protocol.startswith("SASL_"):
+        return faust.SASLCredentials(username=settings.kafka_sasl_username,
+                                     password=settings.kafka_sasl_password.get_secret_value(),
+                                     ssl_context=context, mechanism=settings.kafka_sasl_mechanism)
+    if context is not None:
+        return faust.SSLCredentials(context)
+    return None
+
+
 def make_app(app_id: str, settings: Settings, *, exactly_once: bool = False, **overrides: Any) -> faust.App:
     """A Faust app with LiveHost's settings; ``exactly_once`` is the processor's choice of Faust's
     exactly_once guarantee (transactions per source partition), which ``kafka_transactions`` can veto."""
@@ -72,6 +87,7 @@ def make_app(app_id: str, settings: Settings, *, exactly_once: bool = False, **o
     datadir.mkdir(parents=True, exist_ok=True)
     conf: dict[str, Any] = dict(
         broker=f"kafka://{settings.kafka_bootstrap}",
+        broker_credentials=credentials(settings),
         store="memory://",
         broker_session_timeout=settings.kafka_session_timeout_ms / 1000,
         broker_heartbeat_interval=settings.kafka_heartbeat_interval_ms / 1000,

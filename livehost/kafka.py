@@ -16,6 +16,7 @@ import contextvars
 import logging
 import os
 import socket
+import ssl
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
@@ -38,9 +39,35 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
+def ssl_context(settings: Settings) -> ssl.SSLContext | None:
+    """The TLS context of Kafka clients: verifies the brokers against ``kafka_ssl_cafile`` and presents
+    ``kafka_ssl_certfile`` when set. None for the plaintext protocols."""
+    if settings.kafka_security_protocol not in ("SSL", "SASL_SSL"):
+        return None
+    from aiokafka.helpers import create_ssl_context
+
+    return create_ssl_context(
+        cafile=str(settings.kafka_ssl_cafile) if settings.kafka_ssl_cafile else None,
+        certfile=str(settings.kafka_ssl_certfile) if settings.kafka_ssl_certfile else None,
+        keyfile=str(settings.kafka_ssl_keyfile) if settings.kafka_ssl_keyfile else None)
+
+
 def client_options(settings: Settings) -> dict[str, Any]:
-    """Connection options every aiokafka client of LiveHost shares (address; security goes here)."""
-    return {"bootstrap_servers": settings.kafka_bootstrap}
+    """Connection and security options every aiokafka client of LiveHost shares."""
+    protocol = settings.kafka_security_protocol
+    if protocol not in ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"):
+        raise ValueError(f"kafka_security_protocol {protocol!r} is not one of PLAINTEXT, SSL, SASL_PLAINTEXT, "
+                         "SASL_SSL")
+    out: dict[str, Any] = {"bootstrap_servers": settings.kafka_bootstrap, "security_protocol": protocol}
+    context = ssl_context(settings)
+    if context is not None:
+        out["ssl_context"] = context
+    if protocol.startswith("SASL_"):
+        if not settings.kafka_sasl_username:
+            raise ValueError(f"kafka_security_protocol {protocol} needs kafka_sasl_username and kafka_sasl_password")
+        out.update(sasl_mechanism=settings.kafka_sasl_mechanism, sasl_plain_username=settings.kafka_sasl_username,
+                   sasl_plain_password=settings.kafka_sasl_password.get_secret_value())
+    return out
 
 
 def consumer_options(settings: Settings) -> dict[str, Any]:

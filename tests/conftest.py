@@ -39,9 +39,23 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 @pytest.fixture(scope="session")
-def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
-    with running_broker(tmp_path_factory.mktemp("kafka")) as rec:
-        yield rec
+def kafka_broker(tmp_path_factory: pytest.TempPathFactory, test_pki: str) -> Iterator[Running]:
+    """Apache Kafka as users run it: SASL_SSL + SCRAM, certificate from the session's CA. Its client
+    settings go into the environment, so every Settings() and every service process a test starts
+    connects the way the stack's env file would make them."""
+    with running_broker(tmp_path_factory.mktemp("kafka"), secure=True) as rec:
+        security = kafka.client_security(rec)
+        assert security, "the session broker must run with authentication"
+        old = {key: os.environ.get(key) for key in security}
+        os.environ.update(security)
+        try:
+            yield rec
+        finally:
+            for key, value in old.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
 
 
 @pytest.fixture

@@ -40,7 +40,7 @@ from livehost.config import Settings
 from livehost.harness.loader import from_dict
 from livehost.harness.model import Harness
 from livehost.harness.registry import GLOBAL, Registry, arm_target, room_target
-from livehost.kafka import consumer_options
+from livehost.kafka import client_options, consumer_options
 from livehost.retry import backoff_delays
 from livehost.topics import HARNESS_EVENTS
 
@@ -51,8 +51,8 @@ LOAD_FAILURES = Counter("livehost_harness_load_failures_total",
 RELOADS = Counter("livehost_harness_reloads_total", "Active harness switches applied by a service.", ["service"])
 
 
-async def ensure_events_topic(bootstrap: str) -> None:
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=10000)
+async def ensure_events_topic(settings: Settings) -> None:
+    admin = AIOKafkaAdminClient(**client_options(settings), request_timeout_ms=10000)
     await admin.start()
     try:
         if HARNESS_EVENTS.name not in set(await admin.list_topics()):
@@ -66,13 +66,14 @@ async def ensure_events_topic(bootstrap: str) -> None:
 class KafkaHarnessPublisher:
     """Announces harness activations and rollbacks on the ``harness.events`` topic."""
 
-    def __init__(self, bootstrap: str, *, client_id: str = "livehost-harness"):
-        self.bootstrap = bootstrap
+    def __init__(self, settings: Settings, *, client_id: str = "livehost-harness"):
+        self.settings = settings
         self.client_id = client_id
         self._producer: AIOKafkaProducer | None = None
 
     async def start(self, timeout_s: float = 10.0) -> None:
-        producer = AIOKafkaProducer(bootstrap_servers=self.bootstrap, client_id=self.client_id, acks="all",
+        producer = AIOKafkaProducer(**client_options(self.settings), client_id=self.client_id, acks="all",
+                                    enable_idempotence=self.settings.kafka_enable_idempotence,
                                     linger_ms=0, request_timeout_ms=int(timeout_s * 1000))
         try:
             await asyncio.wait_for(producer.start(), timeout_s)
@@ -287,7 +288,7 @@ class RegistryHarnessProvider:
                 client_id=f"{s.kafka_client_id}-{self.service}-harness", auto_offset_reset="earliest",
                 enable_auto_commit=False, metadata_max_age_ms=5000)
             try:
-                await ensure_events_topic(s.kafka_bootstrap)
+                await ensure_events_topic(s)
                 await consumer.start()
                 while True:
                     batches = await consumer.getmany(timeout_ms=1000)

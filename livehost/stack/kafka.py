@@ -5,6 +5,14 @@ Apache Kafka runs as one combined KRaft broker + controller (no ZooKeeper) with 
 ``<workdir>/data`` once with a cluster id. The data folder survives ``down``/``up`` and restarts, so
 topics and committed offsets are durable. Its log4j2 configuration writes to the component's log.
 The jars come from :mod:`livehost.stack.kafka_dist` (pinned pom, verified checksums).
+
+Secure by default: the client listener is SASL_SSL with SCRAM-SHA-512 and the controller listener
+SSL with client certificates required. The broker's certificate (identity ``kafka-broker``) is issued
+by the installation's local CA (:mod:`livehost.security.pki`), so clients trust it through the same
+``ca.pem`` as every gRPC service. SCRAM users are created when the storage is formatted: ``admin``
+(the broker's own inter-broker login), ``livehost`` (the services) and ``producer`` (live-room
+producers); their passwords are random, kept in ``<workdir>/scram.json`` (mode 0600), and the
+services' password reaches them through the stack's env file (also 0600).
 """
 
 from __future__ import annotations
@@ -16,6 +24,7 @@ import subprocess
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 from livehost.stack import kafka_dist, tansu
 from livehost.stack.process import (
@@ -82,6 +91,47 @@ logger.broker.level = INFO
 """
 
 
+BROKER_IDENTITY = "kafka-broker"
+SCRAM_MECHANISM = "SCRAM-SHA-512"
+SCRAM_USERS = ("admin", "livehost", "producer")
+SERVICE_USER = "livehost"
+
+
+def _scram_passwords(workdir: Path) -> dict[str, str]:
+    """The SCRAM users' passwords, made once per data folder (they are formatted into its metadata)."""
+    import json
+    import secrets
+
+    path = workdir / "scram.json"
+    if path.exists():
+        return dict(json.loads(path.read_text()))
+    passwords = {user: secrets.token_urlsafe(24) for user in SCRAM_USERS}
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        json.dump(passwords, fh)
+    return passwords
+
+
+def client_security(rec: Running, user: str = SERVICE_USER) -> dict[str, str]:
+    """The LIVEHOST_KAFKA_* security settings for a client of this broker ({} when it is plaintext)."""
+    if rec.extra.get("security") != "sasl_ssl":
+        return {}
+    password = _scram_passwords(Path(rec.workdir))[user]
+    return {"LIVEHOST_KAFKA_SECURITY_PROTOCOL": "SASL_SSL", "LIVEHOST_KAFKA_SASL_MECHANISM": SCRAM_MECHANISM,
+            "LIVEHOST_KAFKA_SASL_USERNAME": user, "LIVEHOST_KAFKA_SASL_PASSWORD": password,
+            "LIVEHOST_KAFKA_SSL_CAFILE": rec.extra["cafile"]}
+
+
+def client_kwargs(rec: Running, user: str = SERVICE_USER) -> dict[str, object]:
+    """aiokafka keyword arguments for a client of this broker (address and security)."""
+    from livehost.config import Settings
+    from livehost.kafka import client_options
+
+    env: dict[str, Any] = {"LIVEHOST_KAFKA_BOOTSTRAP": bootstrap(rec), "LIVEHOST_KAFKA_SECURITY_PROTOCOL": "PLAINTEXT",
+                           **client_security(rec, user)}
+    return client_options(Settings(**{k.removeprefix("LIVEHOST_").lower(): v for k, v in env.items()}))
+
+
 def flavour_of(rec: Running) -> str:
     return rec.extra.get("flavour", FLAVOUR)
 
@@ -90,26 +140,31 @@ def bootstrap(rec: Running) -> str:
     return f"{HOST}:{rec.ports['kafka']}"
 
 
-def probe(servers: str, timeout_ms: int = 2000) -> bool:
-    """The broker answers a metadata request that lists at least one registered broker."""
+def probe(servers: str, timeout_ms: int = 2000, options: dict[str, object] | None = None) -> bool:
+    """The broker answers a (authenticated, when ``options`` say so) metadata request that lists at
+    least one registered broker."""
     host, _, port = servers.rpartition(":")
     try:
         socket.create_connection((host, int(port)), timeout=timeout_ms / 1000).close()
     except OSError:
         return False
-    return run_async(lambda: tansu._metadata_ok(servers, timeout_ms))
+    extra = {k: v for k, v in (options or {}).items() if k != "bootstrap_servers"}
+    try:
+        return run_async(lambda: tansu._metadata_ok(servers, timeout_ms, extra))
+    except Exception:  # refused, unauthenticated, TLS failure: not (yet) usable with these options
+        return False
 
 
 def healthy(rec: Running) -> bool:
     if flavour_of(rec) == tansu.FLAVOUR:
         return tansu.healthy(rec)
-    return healthy_if(rec, lambda: probe(bootstrap(rec)))
+    return healthy_if(rec, lambda: probe(bootstrap(rec), options=client_kwargs(rec)))
 
 
 def env(rec: Running) -> dict[str, str]:
     if flavour_of(rec) == tansu.FLAVOUR:
         return tansu.env(rec)
-    return {"LIVEHOST_KAFKA_BOOTSTRAP": bootstrap(rec), "LIVEHOST_KAFKA_FLAVOUR": FLAVOUR}
+    return {"LIVEHOST_KAFKA_BOOTSTRAP": bootstrap(rec), "LIVEHOST_KAFKA_FLAVOUR": FLAVOUR, **client_security(rec)}
 
 
 def java_binary() -> str:
@@ -124,7 +179,20 @@ def java_binary() -> str:
                            "`livehost stack up --broker tansu` (or LIVEHOST_STACK_BROKER=tansu)")
 
 
-def _write_config(workdir: Path, ports: dict[str, int]) -> Path:
+def _tls_files(workdir: Path, pki: Path) -> tuple[Path, Path]:
+    """The broker's PEM keystore (key + certificate) from the local CA, and the CA file (truststore)."""
+    from livehost.security.pki import ensure_pki, load_credential
+
+    ensure_pki(pki, [BROKER_IDENTITY])
+    cred = load_credential(pki, BROKER_IDENTITY)
+    keystore = workdir / "broker-keystore.pem"
+    fd = os.open(keystore, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(cred.key + cred.cert)
+    return keystore, pki / "ca.pem"
+
+
+def _write_config(workdir: Path, ports: dict[str, int], pki: Path | None) -> Path:
     props = dict(SERVER_PROPERTIES)
     props.update({
         "listeners": f"PLAINTEXT://{HOST}:{ports['kafka']},CONTROLLER://{HOST}:{ports['controller']}",
@@ -132,9 +200,31 @@ def _write_config(workdir: Path, ports: dict[str, int]) -> Path:
         "controller.quorum.voters": f"1@{HOST}:{ports['controller']}",
         "log.dirs": str(workdir / "data"),
     })
+    if pki is not None:
+        keystore, cafile = _tls_files(workdir, pki)
+        admin = _scram_passwords(workdir)["admin"]
+        props.update({
+            "listeners": f"SASL_SSL://{HOST}:{ports['kafka']},CONTROLLER://{HOST}:{ports['controller']}",
+            "advertised.listeners": f"SASL_SSL://{HOST}:{ports['kafka']}",
+            "listener.security.protocol.map": "SASL_SSL:SASL_SSL,CONTROLLER:SSL",
+            "inter.broker.listener.name": "SASL_SSL",
+            "sasl.enabled.mechanisms": SCRAM_MECHANISM,
+            "sasl.mechanism.inter.broker.protocol": SCRAM_MECHANISM,
+            "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config":
+                'org.apache.kafka.common.security.scram.ScramLoginModule required '
+                f'username="admin" password="{admin}";',
+            "ssl.keystore.type": "PEM",
+            "ssl.keystore.location": str(keystore),
+            "ssl.truststore.type": "PEM",
+            "ssl.truststore.location": str(cafile),
+            # The controller accepts only peers with a certificate from the local CA.
+            "listener.name.controller.ssl.client.auth": "required",
+        })
     path = workdir / "server.properties"
-    path.write_text("# Written by livehost.stack.kafka at every start.\n"
-                    + "".join(f"{k}={v}\n" for k, v in props.items()))
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # it holds the admin password
+    with os.fdopen(fd, "w") as fh:
+        fh.write("# Written by livehost.stack.kafka at every start.\n")
+        fh.writelines(f"{k}={v}\n" for k, v in props.items())
     (workdir / "log4j2.properties").write_text(LOG4J2)
     return path
 
@@ -144,7 +234,7 @@ def _jvm_args(workdir: Path, heap_mb: int) -> list[str]:
             f"-Dlog4j2.configurationFile={workdir / 'log4j2.properties'}"]
 
 
-def _format_storage(java: str, libs: Path, workdir: Path, config: Path, heap_mb: int) -> None:
+def _format_storage(java: str, libs: Path, workdir: Path, config: Path, heap_mb: int, secure: bool) -> None:
     """Format the KRaft storage once; a data folder that has its meta.properties is kept as it is."""
     if (workdir / "data" / "meta.properties").exists():
         return
@@ -156,9 +246,13 @@ def _format_storage(java: str, libs: Path, workdir: Path, config: Path, heap_mb:
         id_file.write_text(base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=") + "\n")
     argv = [java, *_jvm_args(workdir, min(heap_mb, 256)), "-cp", f"{libs}/*", "kafka.tools.StorageTool",
             "format", "-t", id_file.read_text().strip(), "-c", str(config), "--ignore-formatted"]
+    if secure:
+        for user, password in _scram_passwords(workdir).items():
+            argv += ["--add-scram", f"{SCRAM_MECHANISM}=[name={user},password={password}]"]
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    shown = [a if not a.startswith(SCRAM_MECHANISM) else f"{SCRAM_MECHANISM}=[name=…,password=***]" for a in argv]
     with open(workdir / "kafka.log", "a") as log:
-        log.write(f"\n=== format: {' '.join(argv)}\n{proc.stdout}{proc.stderr}")
+        log.write(f"\n=== format: {' '.join(shown)}\n{proc.stdout}{proc.stderr}")
     if proc.returncode != 0:
         raise StackError(NAME, f"formatting KRaft storage failed (exit {proc.returncode})", workdir / "kafka.log")
 
@@ -170,8 +264,10 @@ def start_apache(
     timeout: float = 60.0,
     heap_mb: int = 512,
     dist_dir: Path | None = None,
+    pki: Path | None = None,
 ) -> Running:
-    """Start Apache Kafka on ``127.0.0.1:port`` (0 = free port), data in ``<workdir>/data``."""
+    """Start Apache Kafka on ``127.0.0.1:port`` (0 = free port), data in ``<workdir>/data``; SASL_SSL with
+    certificates from the CA in ``pki`` when given, plaintext otherwise."""
     workdir = workdir.resolve()
     workdir.mkdir(parents=True, exist_ok=True)
     log_path = workdir / "kafka.log"
@@ -179,9 +275,12 @@ def start_apache(
     libs = kafka_dist.ensure_jars(dist_dir or default_dist_dir())
     configured = {"kafka": port, "controller": controller_port}
     ports = pick_ports(configured)
-    config = _write_config(workdir, ports)
+    if pki is not None and (workdir / "data" / "meta.properties").exists() and not (workdir / "scram.json").exists():
+        raise StackError(NAME, f"{workdir / 'data'} was formatted without SCRAM users (an older plaintext stack); "
+                               f"remove {workdir} to start a secure broker")
+    config = _write_config(workdir, ports, pki)
     t0 = time.monotonic()
-    _format_storage(java, libs, workdir, config, heap_mb)
+    _format_storage(java, libs, workdir, config, heap_mb, secure=pki is not None)
     argv = [java, *_jvm_args(workdir, heap_mb), "-cp", f"{libs}/*", "kafka.Kafka", str(config)]
     proc = start_detached(argv, log_path, cwd=workdir)
     rec = Running(
@@ -194,10 +293,13 @@ def start_apache(
         started_at=time.time(),
         extra={"flavour": FLAVOUR, "heap_mb": str(heap_mb), "dist_dir": str(dist_dir or default_dist_dir())},
     )
+    if pki is not None:
+        rec.extra.update(security="sasl_ssl", pki=str(pki), cafile=str(pki / "ca.pem"))
+    options = client_kwargs(rec)
     try:
         wait_healthy(
             NAME,
-            lambda: probe(f"{HOST}:{ports['kafka']}", 1000),
+            lambda: probe(f"{HOST}:{ports['kafka']}", 1000, options),
             timeout=timeout,
             proc=proc,
             log_path=log_path,
@@ -227,13 +329,16 @@ def start(
     controller_port: int = 0,
     heap_mb: int = 512,
     dist_dir: Path | None = None,
+    pki: Path | None = None,
 ) -> Running:
-    """Start the configured broker: ``kafka`` (Apache Kafka, durable) or ``tansu`` (memory only)."""
+    """Start the configured broker: ``kafka`` (Apache Kafka, durable; SASL_SSL when ``pki`` names the
+    local CA's folder) or ``tansu`` (memory only, plaintext)."""
     if broker == "tansu":
         return tansu.start(workdir, port, timeout=timeout)
     if broker != "kafka":
         raise StackError(NAME, f"unknown broker {broker!r}; choose one of {list(FLAVOURS)}")
-    return start_apache(workdir, port, controller_port, timeout=timeout, heap_mb=heap_mb, dist_dir=dist_dir)
+    return start_apache(workdir, port, controller_port, timeout=timeout, heap_mb=heap_mb, dist_dir=dist_dir,
+                        pki=pki)
 
 
 def restart(rec: Running, timeout: float = 60.0) -> Running:
@@ -243,7 +348,8 @@ def restart(rec: Running, timeout: float = 60.0) -> Running:
         return tansu.start(workdir, rec.ports["kafka"], timeout=timeout)
     return start_apache(workdir, rec.ports["kafka"], rec.ports["controller"], timeout=timeout,
                         heap_mb=int(rec.extra.get("heap_mb", "512")),
-                        dist_dir=Path(rec.extra["dist_dir"]) if "dist_dir" in rec.extra else None)
+                        dist_dir=Path(rec.extra["dist_dir"]) if "dist_dir" in rec.extra else None,
+                        pki=Path(rec.extra["pki"]) if "pki" in rec.extra else None)
 
 
 def stop(rec: Running, timeout: float = 20.0) -> None:

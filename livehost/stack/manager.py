@@ -66,6 +66,9 @@ def _reusable(name: str, rec: Running, settings: Settings) -> bool:
             return False
     if name == "kafka" and kafka.flavour_of(rec) != ("tansu" if settings.stack_broker == "tansu" else kafka.FLAVOUR):
         return False
+    if name == "kafka" and settings.stack_broker != "tansu" and \
+            (rec.extra.get("security") == "sasl_ssl") != settings.stack_kafka_security:
+        return False
     if name == "triton":
         repo = str(Path(settings.triton_model_repository).resolve())
         if rec.extra.get("model_repository") != repo:
@@ -79,7 +82,8 @@ def _start(name: str, workdir: Path, settings: Settings) -> Running:
     if name == "kafka":
         return kafka.start(workdir, ports["kafka"], timeout=timeout, broker=settings.stack_broker,
                            controller_port=ports.get("controller", 0), heap_mb=settings.stack_kafka_heap_mb,
-                           dist_dir=Path(settings.stack_kafka_dist_dir))
+                           dist_dir=Path(settings.stack_kafka_dist_dir),
+                           pki=pki_dir(settings) if settings.stack_kafka_security else None)
     if name == "postgres":
         return postgres.start(workdir, ports["postgres"], timeout=timeout)
     return triton.start(
@@ -136,6 +140,9 @@ def up(
         raise StackError(
             "triton", f"model repository {repo} does not exist (settings.triton_model_repository)"
         )
+    made = ensure_local_pki(settings)  # the local CA and every identity's credential (the broker's too)
+    if made:
+        echo(f"credentials made in {pki_dir(settings)}: {', '.join(made)}")
     started_now: list[Running] = []
     try:
         for name in names:
@@ -161,9 +168,6 @@ def up(
             except Exception as exc:  # keep the original error; report the cleanup failure
                 echo(f"{rec.name}: cleanup failed: {exc}")
         raise
-    made = ensure_local_pki(settings)  # the local CA and every identity's mutual-TLS credential
-    if made:
-        echo(f"credentials made in {pki_dir(settings)}: {', '.join(made)}")
     running = _running_records(root)
     running.update(info.components)
     for name in COMPONENTS:

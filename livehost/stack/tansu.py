@@ -13,6 +13,7 @@ import os
 import socket
 import time
 from pathlib import Path
+from typing import Any
 
 from livehost.stack.process import (
     HOST,
@@ -48,10 +49,10 @@ def bootstrap(rec: Running) -> str:
     return f"{HOST}:{rec.ports['kafka']}"
 
 
-async def _metadata_ok(servers: str, timeout_ms: int) -> bool:
+async def _metadata_ok(servers: str, timeout_ms: int, options: dict[str, Any] | None = None) -> bool:
     from aiokafka import AIOKafkaClient  # type: ignore[import-untyped]
 
-    client = AIOKafkaClient(bootstrap_servers=servers, request_timeout_ms=timeout_ms)
+    client = AIOKafkaClient(**{"bootstrap_servers": servers, **(options or {})}, request_timeout_ms=timeout_ms)
     try:
         await client.bootstrap()
         metadata = await client.fetch_all_metadata()

@@ -14,13 +14,21 @@ from livehost.stack import kafka, postgres, triton
 from livehost.stack.process import Running, read_record, run_async
 
 
+def _pki() -> Path:
+    from livehost.security import ensure_local_pki, pki_dir
+
+    ensure_local_pki()
+    return pki_dir()
+
+
 @contextmanager
-def running_broker(tmpdir: Path | str, timeout: float = 60.0, broker: str = "kafka") -> Iterator[Running]:
+def running_broker(tmpdir: Path | str, timeout: float = 60.0, broker: str = "kafka",
+                   secure: bool = True) -> Iterator[Running]:
     """The embedded broker (Apache Kafka unless ``broker="tansu"``) on free ports; yields its record.
 
     A test may kill and :func:`~livehost.stack.kafka.restart` it; what is stopped at the end is the
     process recorded last in its work dir."""
-    rec = kafka.start(Path(tmpdir) / "kafka", timeout=timeout, broker=broker)
+    rec = kafka.start(Path(tmpdir) / "kafka", timeout=timeout, broker=broker, pki=_pki() if secure else None)
     try:
         yield rec
     finally:
@@ -28,9 +36,12 @@ def running_broker(tmpdir: Path | str, timeout: float = 60.0, broker: str = "kaf
 
 
 @contextmanager
-def running_kafka(tmpdir: Path | str, timeout: float = 60.0, broker: str = "kafka") -> Iterator[str]:
-    """The embedded broker on free ports; yields the bootstrap address ``127.0.0.1:PORT``."""
-    with running_broker(tmpdir, timeout, broker) as rec:
+def running_kafka(tmpdir: Path | str, timeout: float = 60.0, broker: str = "kafka",
+                  secure: bool = False) -> Iterator[str]:
+    """The embedded broker on free ports; yields the bootstrap address ``127.0.0.1:PORT``. Plaintext
+    unless ``secure`` (then use :func:`running_broker` and :func:`livehost.stack.kafka.client_security`
+    for the credentials)."""
+    with running_broker(tmpdir, timeout, broker, secure=secure) as rec:
         yield kafka.bootstrap(rec)
 
 
@@ -40,7 +51,11 @@ async def _reset_topics(bootstrap: str, timeout_s: float) -> None:
 
     from aiokafka.admin import AIOKafkaAdminClient  # type: ignore[import-untyped]
 
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=10000)
+    from livehost.config import load_settings
+    from livehost.kafka import client_options
+
+    options = {**client_options(load_settings()), "bootstrap_servers": bootstrap}  # security from the env
+    admin = AIOKafkaAdminClient(**options, request_timeout_ms=10000)
     await admin.start()
     try:
         names = [t for t in await admin.list_topics() if not t.startswith("__")]
@@ -83,3 +98,12 @@ def running_triton(
         yield triton.grpc_url(rec)
     finally:
         triton.stop(rec)
+
+
+def kafka_client(bootstrap: str) -> dict[str, object]:
+    """aiokafka keyword arguments for ``bootstrap`` with the Kafka security settings of the environment
+    (the test session's broker runs SASL_SSL and tests/conftest.py exports its client settings)."""
+    from livehost.config import Settings
+    from livehost.kafka import client_options
+
+    return client_options(Settings(kafka_bootstrap=bootstrap))

@@ -18,6 +18,7 @@ from livehost.gen.livehost.ingest.v1 import ingest_pb2, ingest_pb2_grpc
 from livehost.grpcutil import make_channel
 from livehost.harness.loader import load
 from livehost.kafka import Producer, now_ms
+from livehost.stack.testing import kafka_client
 from livehost.topics import ALL_TOPICS, AVATAR_SEGMENTS, DEAD_LETTER, REPLIES, ROOM_EVENTS, Topic
 from tests.e2e.conftest import System
 
@@ -27,7 +28,7 @@ pytestmark = pytest.mark.e2e
 async def wait_for(system: System, topics: list[Topic], match: Callable[[Topic, dict[str, Any]], bool],
                    timeout: float = 30.0) -> dict[str, Any] | None:
     """The first record on any of the topics that matches, or None after the timeout."""
-    consumer = AIOKafkaConsumer(*[t.name for t in topics], bootstrap_servers=system.settings.kafka_bootstrap,
+    consumer = AIOKafkaConsumer(*[t.name for t in topics], **kafka_client(system.settings.kafka_bootstrap),
                                 group_id=f"test-{uuid.uuid4().hex[:8]}", auto_offset_reset="earliest",
                                 fetch_max_wait_ms=10)
     await consumer.start()
@@ -125,7 +126,7 @@ async def test_ingest_grpc_validates_and_publishes(system: System) -> None:
 
 
 async def test_undecodable_record_goes_to_dead_letter_and_processing_continues(system: System) -> None:
-    producer = AIOKafkaProducer(bootstrap_servers=system.settings.kafka_bootstrap)
+    producer = AIOKafkaProducer(**kafka_client(system.settings.kafka_bootstrap))
     await producer.start()
     garbage = b"\x00not-avro-" + uuid.uuid4().hex.encode()
     try:
@@ -189,14 +190,23 @@ async def test_nothing_lost_while_a_service_is_down(system: System, service: str
 
 def test_kcat_lists_declared_topics_and_reads_a_reply(system: System) -> None:
     """Debian's kcat (librdkafka), a client independent of aiokafka, sees every declared topic with its
-    partition count and consumes an Avro record from agent.replies that decodes with our schemas."""
+    partition count and consumes an Avro record from agent.replies that decodes with our schemas; without
+    credentials it gets nothing."""
     import json
     import shutil
     import subprocess
 
     kcat = shutil.which("kcat")
     assert kcat is not None, "kcat is not installed (`make install` installs Debian's kcat)"
-    listing = subprocess.run([kcat, "-b", system.settings.kafka_bootstrap, "-L", "-J"], capture_output=True,
+    # kcat authenticates the way any librdkafka producer would: SASL_SSL, SCRAM, the installation's CA.
+    s = system.settings
+    auth = ["-X", f"security.protocol={s.kafka_security_protocol}"]
+    if s.kafka_security_protocol.startswith("SASL_"):
+        auth += ["-X", f"sasl.mechanisms={s.kafka_sasl_mechanism}", "-X", f"sasl.username={s.kafka_sasl_username}",
+                 "-X", f"sasl.password={s.kafka_sasl_password.get_secret_value()}"]
+    if s.kafka_ssl_cafile:
+        auth += ["-X", f"ssl.ca.location={s.kafka_ssl_cafile}"]
+    listing = subprocess.run([kcat, "-b", s.kafka_bootstrap, *auth, "-L", "-J"], capture_output=True,
                              timeout=60, check=True)
     metadata = {t["topic"]: len(t["partitions"]) for t in json.loads(listing.stdout)["topics"]}
     for topic in ALL_TOPICS:
@@ -204,12 +214,15 @@ def test_kcat_lists_declared_topics_and_reads_a_reply(system: System) -> None:
 
     # Some reply exists once the other e2e tests ran; make sure of it without depending on order.
     asyncio.run(_ensure_a_reply(system))
-    out = subprocess.run([kcat, "-b", system.settings.kafka_bootstrap, "-C", "-t", REPLIES.name, "-o", "beginning",
+    out = subprocess.run([kcat, "-b", s.kafka_bootstrap, *auth, "-C", "-t", REPLIES.name, "-o", "beginning",
                           "-c", "1", "-e", "-q", "-f", "%h\x1f%s"], capture_output=True, timeout=60, check=True)
     headers, _, value = out.stdout.partition(b"\x1f")
     assert f"{codec.SCHEMA_HEADER}={REPLIES.schema}".encode() in headers
     reply = codec.decode(REPLIES.schema, value)
     assert reply["state"]["request_id"] and reply["outcome"]
+    if auth:
+        anonymous = subprocess.run([kcat, "-b", s.kafka_bootstrap, "-L", "-m", "5"], capture_output=True, timeout=60)
+        assert anonymous.returncode != 0 or REPLIES.name.encode() not in anonymous.stdout
 
 
 async def _ensure_a_reply(system: System) -> None:

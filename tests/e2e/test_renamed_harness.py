@@ -24,7 +24,7 @@ async def test_renamed_harness_runs_end_to_end(system: System) -> None:
     shipped = load(system.settings.harness_path)
     renamed, renaming = rename_everything(shipped, seed=7)
     assert not set(renaming.tools.values()) & {t.name for t in shipped.tools}
-    publisher = KafkaHarnessPublisher(system.settings.kafka_bootstrap)
+    publisher = KafkaHarnessPublisher(system.settings)
     await publisher.start()
     registry = await Registry.connect(system.settings.postgres_dsn, publisher=publisher)
     try:

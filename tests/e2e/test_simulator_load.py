@@ -16,6 +16,7 @@ from livehost import codec
 from livehost.commerce.store import CommerceStore
 from livehost.sim.generator import generate_cases
 from livehost.sim.play import play_over_kafka, schedule
+from livehost.stack.testing import kafka_client
 from livehost.topics import REPLIES
 from tests.e2e.conftest import System
 
@@ -41,7 +42,7 @@ async def test_simulated_rooms_over_kafka(system: System) -> None:
         assert len(comment_ids) >= len(cases)
         sent = await play_over_kafka(timeline, speed=1.0, settings=system.settings)
         assert sent == len(timeline)
-        consumer = AIOKafkaConsumer(REPLIES.name, bootstrap_servers=system.settings.kafka_bootstrap,
+        consumer = AIOKafkaConsumer(REPLIES.name, **kafka_client(system.settings.kafka_bootstrap),
                                     group_id=f"sim-{uuid.uuid4().hex[:6]}", auto_offset_reset="earliest",
                                     fetch_max_wait_ms=10)
         await consumer.start()
@@ -75,4 +76,3 @@ async def test_simulated_rooms_over_kafka(system: System) -> None:
         assert stored == len(outcomes)
     finally:
         await pool.close()
-

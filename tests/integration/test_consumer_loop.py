@@ -14,6 +14,7 @@ from aiokafka import AIOKafkaConsumer
 from livehost import codec
 from livehost.config import Settings
 from livehost.kafka import ConsumerLoop, Producer, ensure_topics, now_ms
+from livehost.stack.testing import kafka_client
 from livehost.topics import DEAD_LETTER, ROOM_EVENTS, Topic
 
 pytestmark = pytest.mark.integration
@@ -25,7 +26,7 @@ def event(text: str) -> dict[str, Any]:
 
 
 async def dead_letters(settings: Settings, seconds: float) -> list[dict[str, Any]]:
-    consumer = AIOKafkaConsumer(DEAD_LETTER.name, bootstrap_servers=settings.kafka_bootstrap,
+    consumer = AIOKafkaConsumer(DEAD_LETTER.name, **kafka_client(settings.kafka_bootstrap),
                                 group_id=uuid.uuid4().hex, auto_offset_reset="earliest", fetch_max_wait_ms=10)
     await consumer.start()
     out = []

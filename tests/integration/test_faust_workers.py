@@ -29,7 +29,7 @@ from livehost.db import connect_pool, migrate
 from livehost.harness.loader import load
 from livehost.kafka import Producer, ensure_topics
 from livehost.stack.process import start_detached
-from livehost.stack.testing import running_postgres
+from livehost.stack.testing import kafka_client, running_postgres
 from livehost.topics import ACTIONS, REPLIES, REQUESTS, ROOM_EVENTS, TRAJECTORIES, Topic
 
 pytestmark = pytest.mark.integration
@@ -111,7 +111,7 @@ async def producer(workers: Settings) -> AsyncIterator[Producer]:
 
 async def next_record(settings: Settings, topic: Topic, match: Any, timeout: float = 30) -> dict[str, Any]:
     # No consumer group (no join wait): read every partition from the beginning.
-    consumer = AIOKafkaConsumer(bootstrap_servers=settings.kafka_bootstrap, group_id=None,
+    consumer = AIOKafkaConsumer(**kafka_client(settings.kafka_bootstrap), group_id=None,
                                 fetch_max_wait_ms=10, enable_auto_commit=False)
     await consumer.start()
     try:

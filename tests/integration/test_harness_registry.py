@@ -337,8 +337,8 @@ def test_cli_end_to_end(dsn: str, kafka_server: str, tmp_path: Path) -> None:
 
 @pytest.fixture
 async def announced_registry(dsn: str, kafka_server: str) -> AsyncIterator[Registry]:
-    await ensure_events_topic(kafka_server)
-    publisher = KafkaHarnessPublisher(kafka_server)
+    await ensure_events_topic(Settings(kafka_bootstrap=kafka_server))
+    publisher = KafkaHarnessPublisher(Settings(kafka_bootstrap=kafka_server))
     await publisher.start()
     reg = await Registry.connect(dsn, publisher=publisher)
     try:

@@ -11,13 +11,14 @@ from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 
 from livehost.config import Settings
 from livehost.kafka import apply_topics, ensure_topics
+from livehost.stack.testing import kafka_client
 from livehost.topics import ALL_TOPICS, HARNESS_EVENTS, REPLIES, by_name
 
 pytestmark = pytest.mark.integration
 
 
 async def broker_view(bootstrap: str) -> tuple[dict[str, int], dict[str, dict[str, Any]]]:
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+    admin = AIOKafkaAdminClient(**kafka_client(bootstrap))
     await admin.start()
     try:
         described = await admin.describe_topics([t.name for t in ALL_TOPICS])
@@ -44,7 +45,7 @@ async def test_declared_retention_and_compaction_are_applied_at_creation(kafka_b
 
 
 async def test_apply_repairs_drifted_topics(kafka_bootstrap: str) -> None:
-    admin = AIOKafkaAdminClient(bootstrap_servers=kafka_bootstrap)
+    admin = AIOKafkaAdminClient(**kafka_client(kafka_bootstrap))
     await admin.start()
     try:  # as someone might have made it by hand: too few partitions, default retention
         await admin.create_topics([NewTopic(REPLIES.name, 1, 1, topic_configs={"retention.ms": "60000"})])

@@ -19,6 +19,7 @@ from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
 from livehost.config import Settings
 from livehost.kafka import Producer, ensure_topics, now_ms
+from livehost.stack.testing import kafka_client
 from livehost.topics import ROOM_EVENTS
 
 pytestmark = pytest.mark.integration
@@ -66,7 +67,7 @@ def start_step(bootstrap: str, delay: float, log: Path) -> subprocess.Popen[byte
 async def read_all(bootstrap: str, isolation: str, at_least: int = 0, timeout: float = 60) -> list[bytes]:
     """Every record of OUT visible at this isolation level (read up to the end offsets, which are the last
     stable offsets under read_committed), after waiting for at least ``at_least`` of them."""
-    consumer = AIOKafkaConsumer(OUT, bootstrap_servers=bootstrap, group_id=None, auto_offset_reset="earliest",
+    consumer = AIOKafkaConsumer(OUT, **kafka_client(bootstrap), group_id=None, auto_offset_reset="earliest",
                                 isolation_level=isolation)
     await consumer.start()
     out: list[bytes] = []
@@ -89,7 +90,7 @@ async def read_all(bootstrap: str, isolation: str, at_least: int = 0, timeout: f
 async def test_killed_transactional_step_leaves_no_duplicates(kafka_bootstrap: str, tmp_path: Path) -> None:
     settings = Settings(kafka_bootstrap=kafka_bootstrap)
     await ensure_topics(settings, [ROOM_EVENTS])
-    admin = AIOKafkaAdminClient(bootstrap_servers=kafka_bootstrap)
+    admin = AIOKafkaAdminClient(**kafka_client(kafka_bootstrap))
     await admin.start()
     try:
         await admin.create_topics([NewTopic(OUT, 2, 1)])

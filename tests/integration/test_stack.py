@@ -5,6 +5,7 @@ from __future__ import annotations
 import socket
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import asyncpg
 import numpy as np
@@ -15,6 +16,7 @@ from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
 from livehost.config import Settings, stack_env_file
 from livehost.stack import StackError, down, status, up
+from livehost.stack.kafka import probe as kafka_probe
 from livehost.stack.process import pid_alive, read_record
 from livehost.stack.testing import running_kafka, running_postgres, running_triton
 
@@ -27,8 +29,9 @@ ECHO_REPO = Path(__file__).parent / "triton_models"
 def state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     root = tmp_path / "state"
     monkeypatch.setenv("LIVEHOST_STATE_DIR", str(root))
-    for key in ("KAFKA_BOOTSTRAP", "POSTGRES_DSN", "TRITON_URL", "TRITON_HTTP_URL"):
-        monkeypatch.delenv(f"LIVEHOST_{key}", raising=False)
+    for key in ("KAFKA_BOOTSTRAP", "POSTGRES_DSN", "TRITON_URL", "TRITON_HTTP_URL", "KAFKA_SECURITY_PROTOCOL",
+                "KAFKA_SASL_USERNAME", "KAFKA_SASL_PASSWORD", "KAFKA_SASL_MECHANISM", "KAFKA_SSL_CAFILE"):
+        monkeypatch.delenv(f"LIVEHOST_{key}", raising=False)  # the stack's env file says these
     yield root
     down(echo=lambda _msg: None)  # never leave processes behind, whatever the test did
 
@@ -58,21 +61,28 @@ def _echo(url: str) -> list[bytes]:
         client.close()
 
 
-async def _kafka_roundtrip(bootstrap: str) -> bytes:
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+async def _kafka_roundtrip(bootstrap: str, secure: bool = False) -> bytes:
+    """Create a topic, produce and consume one record; with ``secure``, authenticated the way the stack's
+    env file says (SASL_SSL + SCRAM)."""
+    from livehost.config import load_settings
+    from livehost.kafka import client_options
+
+    opts: dict[str, Any] = client_options(load_settings(kafka_bootstrap=bootstrap)) if secure \
+        else {"bootstrap_servers": bootstrap}
+    admin = AIOKafkaAdminClient(**opts)
     await admin.start()
     try:
         await admin.create_topics([NewTopic("stack.smoke", num_partitions=2, replication_factor=1)])
     finally:
         await admin.close()
-    producer = AIOKafkaProducer(bootstrap_servers=bootstrap)
+    producer = AIOKafkaProducer(**opts)
     await producer.start()
     try:
         await producer.send_and_wait("stack.smoke", b"ping", key=b"room-1")
     finally:
         await producer.stop()
     consumer = AIOKafkaConsumer(
-        "stack.smoke", bootstrap_servers=bootstrap, auto_offset_reset="earliest", fetch_max_wait_ms=10
+        "stack.smoke", **opts, auto_offset_reset="earliest", fetch_max_wait_ms=10
     )
     await consumer.start()
     try:
@@ -110,7 +120,7 @@ async def test_up_status_reuse_down(state: Path) -> None:
     assert loaded.triton_url == info.env["LIVEHOST_TRITON_URL"]
 
     # Each component really works.
-    assert await _kafka_roundtrip(loaded.kafka_bootstrap) == b"ping"
+    assert await _kafka_roundtrip(loaded.kafka_bootstrap, secure=True) == b"ping"
     assert await _select_one(loaded.postgres_dsn) == 1
     assert _echo(loaded.triton_url) == [b"hello", b"live"]
 
@@ -138,13 +148,18 @@ async def test_up_status_reuse_down(state: Path) -> None:
 
 
 async def test_apache_kafka_keeps_topics_and_offsets_across_down_and_up(state: Path) -> None:
-    """The default broker is durable: a topic, its records and a group's committed offset survive
-    `down` + `up` (Tansu, memory-only, loses all three)."""
+    """The default broker is durable and authenticated: a topic, its records and a group's committed
+    offset survive `down` + `up` (Tansu, memory-only, loses all three); a client without credentials
+    is refused."""
+    from livehost.config import load_settings
+    from livehost.kafka import client_options
+
     info = up(_settings(), components=["kafka"], echo=lambda _m: None)
     assert info.env["LIVEHOST_KAFKA_FLAVOUR"] == "apache"
     bootstrap = info.env["LIVEHOST_KAFKA_BOOTSTRAP"]
-    assert await _kafka_roundtrip(bootstrap) == b"ping"
-    consumer = AIOKafkaConsumer("stack.smoke", bootstrap_servers=bootstrap, group_id="durable",
+    assert await _kafka_roundtrip(bootstrap, secure=True) == b"ping"
+    opts = client_options(load_settings())
+    consumer = AIOKafkaConsumer("stack.smoke", **opts, group_id="durable",
                                 auto_offset_reset="earliest", enable_auto_commit=False)
     await consumer.start()
     try:
@@ -156,8 +171,8 @@ async def test_apache_kafka_keeps_topics_and_offsets_across_down_and_up(state: P
 
     again = up(_settings(), components=["kafka"], echo=lambda _m: None)
     assert again.started == ["kafka"]
-    bootstrap = again.env["LIVEHOST_KAFKA_BOOTSTRAP"]
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+    assert again.env["LIVEHOST_KAFKA_SECURITY_PROTOCOL"] == "SASL_SSL"
+    admin = AIOKafkaAdminClient(**client_options(load_settings()))
     await admin.start()
     try:
         assert "stack.smoke" in await admin.list_topics()
@@ -165,6 +180,11 @@ async def test_apache_kafka_keeps_topics_and_offsets_across_down_and_up(state: P
     finally:
         await admin.close()
     assert sum(meta.offset for meta in offsets.values()) == 1  # the one record, committed before `down`
+
+    # Without credentials, or with a wrong password, the broker lets nothing through.
+    assert not kafka_probe(again.env["LIVEHOST_KAFKA_BOOTSTRAP"], 3000)
+    wrong = {**client_options(load_settings()), "sasl_plain_password": "not-the-password"}
+    assert not kafka_probe(again.env["LIVEHOST_KAFKA_BOOTSTRAP"], 3000, wrong)
 
 
 async def test_tansu_stays_available_behind_its_option(state: Path) -> None:

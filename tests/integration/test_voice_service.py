@@ -24,6 +24,7 @@ from livehost.gen.livehost.voice.v1 import voice_pb2, voice_pb2_grpc
 from livehost.grpcutil import make_channel, wait_healthy
 from livehost.kafka import Producer, now_ms
 from livehost.service import ServiceRuntime, run
+from livehost.stack.testing import kafka_client
 from livehost.topics import AVATAR_SEGMENTS, REPLIES, ROOM_EVENTS
 from livehost.voice import audio_ref_path, plan_chunks
 from services.voice.server import VoiceServicer, build
@@ -100,7 +101,7 @@ async def voice(tmp_path_factory: pytest.TempPathFactory, module_kafka_bootstrap
         await wait_healthy(runtime.server.target, timeout=60)  # SERVING only after the engine warmed up
         producer = Producer(settings)
         await producer.start()
-        consumer = AIOKafkaConsumer(AVATAR_SEGMENTS.name, bootstrap_servers=bootstrap, auto_offset_reset="earliest",
+        consumer = AIOKafkaConsumer(AVATAR_SEGMENTS.name, **kafka_client(bootstrap), auto_offset_reset="earliest",
                                     group_id=f"test-{uuid.uuid4().hex[:8]}", fetch_max_wait_ms=10)
         await consumer.start()
         v = Voice(settings, runtime, producer, runtime.server.target)
