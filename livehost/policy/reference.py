@@ -254,6 +254,8 @@ CTA_MIN_SIMILARITY = 0.45
 FACT_THRESHOLD = 0.36
 CURRENT_MARGIN = 0.15
 FACT_MARGIN = 0.05
+LINEUP_MIN_SIMILARITY = 0.5  # a named product matched to a lineup title by meaning (dev-calibrated)
+LINEUP_MARGIN = 0.12
 
 
 # --------------------------------------------------------------------------- context views
@@ -445,8 +447,28 @@ class _Decider:
 
     # ---- reading the comment
     def _links(self) -> list[int]:
+        """Links the comment names, in order (at most two). Merged comments are read one by one: one that
+        names no link but points at the product on screen ("this one price pls") adds the current link."""
+        texts = [str(c.get("text", "")) for c in self.ctx.get("comments") or [] if isinstance(c, dict)]
+        if len(texts) < 2:
+            return self._links_in(self.text)
+        cur = self.room.get("current_link")
+        title = {x for x in stems(str((self.product or {}).get("title") or "")) if x not in _GENERIC}
+        out: list[int] = []
+        for text in texts:
+            own = self._links_in(text)
+            low = normalize(text)
+            if not own and isinstance(cur, int) and (_PRONOUN_RE.search(low) or title & stems(low)):
+                own = [cur]
+            out += [n for n in own if n not in out]
+        named = self._links_in(self.text)
+        if not named or len(out) < 2:
+            return named
+        return out[:2]
+
+    def _links_in(self, text: str) -> list[int]:
         found: list[tuple[int, int]] = []
-        low = normalize(self.text)
+        low = normalize(text)
         for m in _LINK_RE.finditer(low):
             found.append((m.start(), int(m.group(1) or m.group(2))))
         for m in _LINK_WORD_RE.finditer(low):
@@ -559,8 +581,25 @@ class _Decider:
                 else:
                     best = (int(top), tied[0])
             found = best[1] if best else None
+            if found is None and done and not self.clarify:
+                found = self.lineup_by_meaning()
         self._target = (found, done)
         return self._target
+
+    def lineup_by_meaning(self) -> int | None:
+        """The room's link whose title means what the comment named ("backpack" for a daypack) when
+        the search found no title with those words: clearly closer than any other title."""
+        titled = [(int(x["link_id"]), str(x["title"])) for x in self.lineup()
+                  if _is_num(x.get("link_id")) and x.get("title")]
+        if not titled or not self.named or not embed.available():
+            return None
+        scores = embed.similarity(" ".join(self.named), [t for _, t in titled])
+        order = sorted(range(len(titled)), key=lambda i: -scores[i])
+        top = scores[order[0]]
+        second = scores[order[1]] if len(order) > 1 else 0.0
+        if top >= LINEUP_MIN_SIMILARITY and top - second >= LINEUP_MARGIN:
+            return titled[order[0]][0]
+        return None
 
     def search_unmatched(self) -> bool:
         found, done = self.named_target()

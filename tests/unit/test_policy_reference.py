@@ -265,3 +265,23 @@ def test_a_value_picks_the_product_and_a_sold_out_one_is_named(harness):
     assert "88" in (result.reply or "") and "link 5" in (result.reply or "")
     result = run_loop(decide, harness, _with_comment(case, "is link 5 sold out?"))
     assert "link 5, the canvas tote, is sold out" in (result.reply or "").lower()
+
+
+def _two_products() -> dict[str, Any]:
+    case = copy.deepcopy(next(c for c in CASES if c["category"] == "multi_intent"))
+    case["catalog"].append({"link_id": 5, "sku": "X-5", "title": "Hiking daypack", "price": 88.0, "currency": "CNY",
+                            "stock": 7, "attributes": {"colors": ["red", "green"]}, "faq": []})
+    return case
+
+
+def test_merged_comments_each_keep_their_own_product(harness):
+    case = _two_products()
+    case["comments"] = [{"user_id": "u-1", "text": "this one price pls", "offset_ms": 0},
+                        {"user_id": "u-1", "text": "price of link 5?", "offset_ms": 300}]
+    reply = run_loop(decide, harness, case).reply or ""
+    assert "299" in reply and "88" in reply
+
+
+def test_a_product_named_by_meaning_is_found_in_the_lineup(harness):
+    reply = run_loop(decide, harness, _with_comment(_two_products(), "how many backpack left?")).reply or ""
+    assert "7 left" in reply and "couldn't find" not in reply
