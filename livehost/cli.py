@@ -56,6 +56,56 @@ def stack_status() -> None:
     console.print(table)
 
 
+@app.command("up")
+def services_up(
+    replicas: int = typer.Option(1, "--replicas", min=1, help="Processes per service (one consumer group)."),
+    stack: bool = typer.Option(True, "--stack/--no-stack",
+                               help="Start (or reuse) the embedded stack; --no-stack uses the LIVEHOST_* "
+                                    "settings of external Kafka, PostgreSQL and Triton."),
+    wait: float = typer.Option(180.0, help="Seconds to wait until every replica is ready (0: do not wait)."),
+    services: str = typer.Option("", help="Comma-separated subset of the services (default: all eight)."),
+) -> None:
+    """Run every service long-lived under a supervisor that restarts crashed processes with backoff."""
+    from livehost.services_ctl import ServicesError, up
+
+    try:
+        up(replicas=replicas, stack=stack, wait_s=wait, echo=console.print,
+           services=tuple(s for s in services.split(",") if s) or None)
+    except ServicesError as exc:
+        console.print(f"[red]livehost up failed[/]\n{exc}")
+        raise typer.Exit(1) from None
+    services_ps(as_json=False)
+
+
+@app.command("ps")
+def services_ps(as_json: bool = typer.Option(False, "--json", help="Print the state as JSON.")) -> None:
+    """Each replica of each service: pid, state, restarts, ports and log path."""
+    from livehost.services_ctl import ps
+
+    doc = ps()
+    if doc is None:
+        console.print("no services are running (start them with `livehost up`)")
+        return
+    if as_json:
+        print(json.dumps(doc, indent=2))
+        return
+    table = Table("replica", "pid", "alive", "state", "restarts", "gRPC", "metrics", "last exit", "log",
+                  title=f"supervisor pid {doc['supervisor_pid']} ({'alive' if doc['supervisor_alive'] else 'DEAD'})")
+    for row in doc["procs"]:
+        table.add_row(row["name"], str(row["pid"]), str(row["alive"]), row["state"], str(row["restarts"]),
+                      row["grpc_target"] or "-", row["metrics_url"].removeprefix("http://"),
+                      row["last_exit"] or "-", row["log_path"])
+    console.print(table)
+
+
+@app.command("down")
+def services_down(keep_stack: bool = typer.Option(False, help="Leave the embedded stack running.")) -> None:
+    """Stop the supervisor and every service process (and the embedded stack unless --keep-stack)."""
+    from livehost.services_ctl import down
+
+    down(keep_stack=keep_stack, echo=console.print)
+
+
 topics_app = typer.Typer(help="Kafka topics as declared in livehost/topics.py.", no_args_is_help=True)
 app.add_typer(topics_app, name="topics")
 

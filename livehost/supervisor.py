@@ -1,15 +1,25 @@
-"""Starts every LiveHost service as its own process and waits until each is ready.
+"""Starts every LiveHost service as its own process and waits until each is ready; as a long-lived
+daemon (``livehost up``) it also restarts crashed processes with backoff and records their state.
 
 gRPC services are ready when their standard health check says SERVING (which they only do once
 broker, database and Triton are reachable); the Faust processors when their worker reports ready.
+
+Replicas: ``replicas=N`` starts N processes per service. Every replica gets
+``LIVEHOST_REPLICA_ID=<service>-<n>`` (stable across restarts, so a restarted replica fences its dead
+predecessor's Kafka transactions at once), its own metrics port and, for gRPC services, its own gRPC port
+(replica 1 keeps the configured port, the others take free ones). Replicas of a service share its consumer
+group. Replica 1 is keyed by the service name in ``procs`` (``procs["ingest"]``), replica n>1 by
+``<service>-<n>``.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import signal
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from livehost.config import REPO_ROOT, Settings
@@ -31,6 +41,13 @@ ALL_SERVICES: tuple[str, ...] = (*GRPC_SERVICES, *FAUST_SERVICES)
 FAUST_READY = "Worker]: Ready"
 
 
+# Restart backoff of the daemon: the first restart after RESTART_BACKOFF_INITIAL_S, doubling per crash in a
+# row up to RESTART_BACKOFF_MAX_S; a process that stayed up RESTART_RESET_AFTER_S counts as healthy again.
+RESTART_BACKOFF_INITIAL_S = 0.5
+RESTART_BACKOFF_MAX_S = 10.0
+RESTART_RESET_AFTER_S = 30.0
+
+
 @dataclass
 class Proc:
     name: str
@@ -38,6 +55,27 @@ class Proc:
     log_path: Path
     grpc_target: str | None = None
     metrics_url: str = ""
+    service: str = ""
+    replica: int = 1
+    env: dict[str, str] = field(default_factory=dict, repr=False)
+    state: str = "starting"  # starting | ready | backoff | stopped
+    restarts: int = 0
+    started_at: float = 0.0
+    log_offset: int = 0  # where this incarnation's output starts in the (appended) log
+    last_exit: str = ""
+    restart_at: float = 0.0
+    crashes_in_row: int = 0
+
+    def row(self) -> dict[str, object]:
+        """What ``livehost ps`` shows (JSON-safe)."""
+        out = asdict(self)
+        out.pop("env")
+        out["log_path"] = str(self.log_path)
+        return out
+
+
+def replica_key(service: str, replica: int) -> str:
+    return service if replica == 1 else f"{service}-{replica}"
 
 
 @dataclass
@@ -47,6 +85,7 @@ class Supervisor:
     env: dict[str, str] = field(default_factory=dict)
     services: tuple[str, ...] = ALL_SERVICES
     procs: dict[str, Proc] = field(default_factory=dict)
+    replicas: int = 1
 
     def start(self) -> None:
         env = {**os.environ, **self.env, "PYTHONUNBUFFERED": "1",
@@ -54,20 +93,33 @@ class Supervisor:
         # Every service serves mutual TLS with its own certificate from the PKI folder (made if missing).
         ensure_pki(self.pki_dir(env), self.settings.grpc_roles.keys())
         for name in self.services:
-            svc_env = dict(env)
-            target = None
-            if name in GRPC_SERVICES:
-                port = getattr(self.settings, f"{name}_grpc_port") or free_port()
-                svc_env[f"LIVEHOST_{name.upper()}_GRPC_PORT"] = str(port)
-                target = f"{self.settings.grpc_host}:{port}"
-            metrics_port = free_port()  # every service serves Prometheus metrics on its own port
-            svc_env["LIVEHOST_METRICS_PORT"] = str(metrics_port)
-            log_path = self.log_dir / f"{name}.log"
-            log_path.parent.mkdir(parents=True, exist_ok=True)
-            log_path.write_text("")
-            proc = start_detached([sys.executable, "-m", f"services.{name}"], log_path, env=svc_env, cwd=REPO_ROOT)
-            self.procs[name] = Proc(name, proc.pid, log_path, target,
-                                    f"http://{self.settings.grpc_host}:{metrics_port}/metrics")
+            for replica in range(1, self.replicas + 1):
+                key = replica_key(name, replica)
+                svc_env = dict(env)
+                svc_env["LIVEHOST_REPLICA_ID"] = f"{name}-{replica}"
+                target = None
+                if name in GRPC_SERVICES:
+                    configured = getattr(self.settings, f"{name}_grpc_port") if replica == 1 else 0
+                    port = configured or free_port()
+                    svc_env[f"LIVEHOST_{name.upper()}_GRPC_PORT"] = str(port)
+                    target = f"{self.settings.grpc_host}:{port}"
+                metrics_port = free_port()  # every process serves Prometheus metrics on its own port
+                svc_env["LIVEHOST_METRICS_PORT"] = str(metrics_port)
+                log_path = self.log_dir / f"{key}.log"
+                log_path.parent.mkdir(parents=True, exist_ok=True)
+                log_path.write_text("")
+                proc = Proc(key, 0, log_path, target, f"http://{self.settings.grpc_host}:{metrics_port}/metrics",
+                            service=name, replica=replica, env=svc_env)
+                self._spawn(proc)
+                self.procs[key] = proc
+
+    def _spawn(self, proc: Proc) -> None:
+        proc.log_offset = proc.log_path.stat().st_size if proc.log_path.exists() else 0
+        popen = start_detached([sys.executable, "-m", f"services.{proc.service}"], proc.log_path,
+                               env=proc.env, cwd=REPO_ROOT)
+        proc.pid = popen.pid
+        proc.state = "starting"
+        proc.started_at = time.time()
 
     def pki_dir(self, env: dict[str, str]) -> Path:
         if env.get("LIVEHOST_GRPC_PKI_DIR"):
@@ -79,13 +131,21 @@ class Supervisor:
     def _ready(self, proc: Proc) -> bool:
         if proc.grpc_target is not None:
             async def check() -> str:
-                async with make_channel(proc.grpc_target) as channel:  # type: ignore[arg-type]
-                    return await health_status(channel, GRPC_SERVICES[proc.name])
+                # A local subchannel pool: a refused early probe must not hand its reconnect backoff
+                # (growing to minutes) to the next probe's channel through gRPC's global pool.
+                async with make_channel(proc.grpc_target,  # type: ignore[arg-type]
+                                        options=[("grpc.use_local_subchannel_pool", 1)]) as channel:
+                    return await health_status(channel, GRPC_SERVICES[proc.service or proc.name])
             try:
                 return run_async(check) == "SERVING"
             except Exception:
                 return False
-        return FAUST_READY in proc.log_path.read_text(errors="replace")
+        try:
+            with open(proc.log_path, "rb") as fh:
+                fh.seek(proc.log_offset)
+                return FAUST_READY.encode() in fh.read()
+        except OSError:
+            return False
 
     def wait_ready(self, timeout: float = 90.0) -> dict[str, float]:
         """Seconds until each service was ready; raises StackError naming the service that was not."""
@@ -96,7 +156,12 @@ class Supervisor:
             for name, proc in list(waiting.items()):
                 if not pid_alive(proc.pid):
                     raise StackError(name, "the service exited during start-up", proc.log_path)
+                if proc.state == "ready":
+                    ready_at[name] = 0.0
+                    del waiting[name]
+                    continue
                 if self._ready(proc):
+                    proc.state = "ready"
                     ready_at[name] = time.monotonic() - started
                     del waiting[name]
             if waiting and time.monotonic() - started > timeout:
@@ -113,3 +178,82 @@ class Supervisor:
 
     def tail(self, name: str) -> str:
         return log_tail(self.procs[name].log_path)
+
+    # --- the long-lived daemon (`livehost up`) -----------------------------------------------------
+
+    def check_once(self, now: float | None = None) -> list[str]:
+        """One supervision step: mark exits, restart due processes with backoff, track readiness.
+        Returns the names restarted in this step."""
+        now = time.time() if now is None else now
+        restarted: list[str] = []
+        for proc in self.procs.values():
+            if proc.state in ("starting", "ready") and not pid_alive(proc.pid):
+                uptime = now - proc.started_at
+                proc.crashes_in_row = 1 if uptime >= RESTART_RESET_AFTER_S else proc.crashes_in_row + 1
+                delay = min(RESTART_BACKOFF_MAX_S, RESTART_BACKOFF_INITIAL_S * 2 ** (proc.crashes_in_row - 1))
+                proc.last_exit = f"pid {proc.pid} exited after {uptime:.1f}s at {time.strftime('%H:%M:%S')}"
+                proc.state = "backoff"
+                proc.restart_at = now + delay
+                with open(proc.log_path, "ab") as log:
+                    log.write(f"\n=== supervisor: {proc.last_exit}; restart in {delay:.1f}s\n".encode())
+            if proc.state == "backoff" and now >= proc.restart_at:
+                self._spawn(proc)
+                proc.restarts += 1
+                restarted.append(proc.name)
+            elif proc.state == "starting" and self._ready(proc):
+                proc.state = "ready"
+        return restarted
+
+    def write_state(self, path: Path) -> None:
+        doc = {"supervisor_pid": os.getpid(), "replicas": self.replicas, "updated_at": time.time(),
+               "procs": [p.row() for p in self.procs.values()]}
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(doc, indent=2))
+        tmp.replace(path)
+
+    def run_forever(self, state_path: Path, interval: float = 0.25) -> None:
+        """Start every replica and supervise until SIGTERM/SIGINT; then stop them all."""
+        stopping: list[int] = []
+        signal.signal(signal.SIGTERM, lambda signum, frame: stopping.append(signum))
+        signal.signal(signal.SIGINT, lambda signum, frame: stopping.append(signum))
+        state_path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.start()
+            while not stopping:
+                self.check_once()
+                self.write_state(state_path)
+                time.sleep(interval)
+        finally:
+            for proc in self.procs.values():
+                stop_pid(proc.pid, timeout=10.0)
+                proc.state = "stopped"
+            self.write_state(state_path)
+
+
+def services_dir(settings: Settings) -> Path:
+    """Where `livehost up` keeps the daemon's state file and the service logs."""
+    del settings
+    from livehost.config import state_dir
+
+    return state_dir() / "services"
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m livehost.supervisor --replicas N``: the daemon `livehost up` starts detached."""
+    import argparse
+
+    from livehost.config import load_settings
+
+    parser = argparse.ArgumentParser(prog="livehost.supervisor")
+    parser.add_argument("--replicas", type=int, default=1)
+    parser.add_argument("--services", default=",".join(ALL_SERVICES))
+    args = parser.parse_args(argv)
+    settings = load_settings()
+    root = services_dir(settings)
+    sup = Supervisor(settings, root / "logs", services=tuple(s for s in args.services.split(",") if s),
+                     replicas=args.replicas)
+    sup.run_forever(root / "state.json")
+
+
+if __name__ == "__main__":
+    main()
