@@ -19,7 +19,7 @@ import faust
 
 from livehost import codec, metrics
 from livehost.config import Settings, load_settings
-from livehost.faustutil import dead_letter, faust_topic, make_app, run_worker, send
+from livehost.faustutil import dead_letter, faust_topic, make_app, run_worker, send, send_nowait
 from livehost.harness.provider import HarnessProvider
 from livehost.harness.runtime import provider_for
 from livehost.kafka import now_ms
@@ -119,8 +119,13 @@ def build(settings: Settings | None = None, *, sender: Sender | None = None,
         return holder["h"]
 
     async def emit(done: Handled) -> list[dict[str, Any]]:
+        if sender is None:  # enqueue every record, then wait for all acknowledgements at once
+            await asyncio.gather(*[await send_nowait(topics[e.topic.name], e.topic, e.key, e.record)
+                                   for e in done.emits])
+        else:
+            for e in done.emits:
+                await out(e.topic, e.key, e.record)
         for e in done.emits:
-            await out(e.topic, e.key, e.record)
             if e.topic is REPLIES:
                 observe_outcome(e.record)
         for token in done.tokens:
