@@ -122,6 +122,9 @@ def action_from_record(record: dict[str, Any]) -> dict[str, Any]:
 class Queued:
     state: dict[str, Any]
     seq: int
+    # The source comments' offsets: acknowledged only when the request is published (started or
+    # cancelled), so a worker that dies with requests queued leaves their comments to be re-read.
+    tokens: list[Any] = field(default_factory=list)
 
     @property
     def priority(self) -> int:
@@ -184,17 +187,20 @@ class HooksHandler:
     def _cancel(self, state: dict[str, Any], reason: str, now_ms: int) -> Emit:
         return route(terminal(st.clone(state), "cancelled", None, reason), now_ms)
 
-    def _submit(self, state: dict[str, Any], now_ms: int, done: Handled) -> None:
-        """A request passed input screening: start it if its room is free, else queue it."""
+    def _submit(self, state: dict[str, Any], now_ms: int, done: Handled, tokens: list[Any] | None = None) -> None:
+        """A request passed input screening: start it if its room is free, else queue it (its comments'
+        ``tokens`` are acknowledged when it is published)."""
         room_id = state["room_id"]
         sched = self.schedule(room_id)
         if sched.in_flight is None:
             self._start(sched, state, now_ms, done)
+            done.tokens.extend(tokens or [])
             return
-        sched.queue.append(Queued(state, next(self._seq)))
+        sched.queue.append(Queued(state, next(self._seq), list(tokens or [])))
         if len(sched.queue) > self.queue_limit:
             victim = min(sched.queue, key=lambda q: (q.priority, int(q.state["created_ms"]), q.seq))
             sched.queue.remove(victim)
+            done.tokens.extend(victim.tokens)
             done.emits.append(self._cancel(
                 victim.state, f"room queue full ({self.queue_limit} waiting): dropped the lowest-priority, "
                               "oldest request", now_ms))
@@ -229,6 +235,7 @@ class HooksHandler:
         self._free(sched)
         for q in sorted(sched.queue, key=Queued.order):
             sched.queue.remove(q)
+            done.tokens.extend(q.tokens)  # started or cancelled below: published either way
             remaining = int(q.state["deadline_ms"]) - now_ms
             if remaining < 0:
                 done.emits.append(self._cancel(q.state, "stale: waited in the room queue past its deadline", now_ms))
@@ -246,6 +253,7 @@ class HooksHandler:
             for q in list(sched.queue):
                 if now_ms > int(q.state["deadline_ms"]):
                     sched.queue.remove(q)
+                    done.tokens.extend(q.tokens)
                     done.emits.append(self._cancel(q.state, "stale: waited in the room queue past its deadline",
                                                    now_ms))
             flying = sched.in_flight
@@ -303,6 +311,7 @@ class HooksHandler:
                 for q in list(sched.queue if sched else []):
                     if st.room(q.state).get("current_link") not in (None, event.get("link_id")):
                         sched.queue.remove(q)  # type: ignore[union-attr]
+                        done.tokens.extend(q.tokens)
                         done.emits.append(self._cancel(q.state, reason, now_ms))
             room["current_link"] = event.get("link_id")
         elif event["type"] == "campaign_change":
@@ -384,8 +393,7 @@ class HooksHandler:
     async def _close(self, batch: Batch, now_ms: int, done: Handled) -> None:
         harness, state = await self._new_state(batch, self.room_state(batch.room_id))
         if st.is_react(state):  # the ReAct baseline has no input hooks
-            self._submit(state, now_ms, done)
-            done.tokens.extend(batch.tokens)
+            self._submit(state, now_ms, done, batch.tokens)
             return
         kept, failed = screen_comments(harness, batch.comments)
         for comment, verdict in failed:
@@ -405,7 +413,8 @@ class HooksHandler:
             if shed is not None:
                 done.emits.append(self._cancel(state, shed, now_ms))
             else:
-                self._submit(state, now_ms, done)
+                self._submit(state, now_ms, done, batch.tokens)
+                return
         done.tokens.extend(batch.tokens)
 
     async def on_action(self, record: dict[str, Any], now_ms: int) -> Handled:

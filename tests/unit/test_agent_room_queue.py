@@ -154,3 +154,26 @@ async def test_react_requests_skip_input_and_step_hooks() -> None:
     (out,) = replies(done)
     assert out["outcome"] == "reply" and out["text"] == "Hello!"
     assert not [s for s in out["state"]["steps"] if s["kind"] == "hook_verdict"]
+
+
+async def test_a_queued_request_acknowledges_its_comments_only_when_published() -> None:
+    """A worker that dies while a request waits in the room queue must leave its comments unacknowledged
+    (they are re-read by the next worker): tokens are released with the request, not at merge time."""
+    h = handler()
+
+    async def tokened(n: int, text: str, at: int) -> Handled:
+        event = {"event_id": f"e-{n}", "room_id": "room-1", "type": "comment", "user_id": f"u-{n}",
+                 "text": text, "ts_ms": at}
+        await h.on_room_event(event, at, token=f"tok-{n}")
+        return await h.flush(at + WINDOW)
+
+    started = await tokened(1, "how much is link 3?", T0)
+    assert started.tokens == ["tok-1"]  # published at once: acknowledged
+    queued = await tokened(2, "is it waterproof?", T0 + 100)
+    assert requests(queued) == [] and queued.tokens == []  # waits in the queue: NOT acknowledged
+    (first,) = requests(started)
+    released = await h.on_action(no_reply(first), T0 + 1500)
+    assert len(requests(released)) == 1 and released.tokens == ["tok-2"]
+    await tokened(3, "what colors?", T0 + 1600)
+    expired = await h.flush(T0 + 60_000)  # in flight and queued went stale: cancellations are published
+    assert {r["outcome"] for r in replies(expired)} == {"cancelled"} and expired.tokens == ["tok-3"]
