@@ -2,7 +2,10 @@
 
 - Reads the model's config once: the ``input_format`` parameter says whether ``text_input`` takes the
   rendered prompt (``prompt``, the default, as for a vLLM model) or the context JSON
-  (``context_json``, structured-input models such as the reference policy).
+  (``context_json``, structured-input models such as the reference policy), or a small prompt the
+  client renders from the context with the reference policy's retrieval (``retrieved_prompt``:
+  top facts, skills and tools instead of whole sections, for small models such as ``policy_llm``;
+  :mod:`livehost.policy.retrieved_prompt`).
 - Always streams (``stream_infer``): decoupled models need it; chunks are concatenated.
 - Per-call timeout; bounded retries with jittered backoff on UNAVAILABLE / DEADLINE_EXCEEDED /
   timeouts; a circuit breaker opens after N consecutive failed calls and, while open, raises
@@ -21,7 +24,7 @@ from typing import Any, Protocol
 
 from livehost.retry import backoff_delays
 
-INPUT_FORMATS = ("prompt", "context_json")
+INPUT_FORMATS = ("prompt", "context_json", "retrieved_prompt")
 RETRYABLE_MARKERS = ("UNAVAILABLE", "DEADLINE_EXCEEDED", "DEADLINE", "RESOURCE_EXHAUSTED", "CONNECTION",
                      "SOCKET CLOSED", "FAILED TO CONNECT", "TIMEOUT", "TIMED OUT")
 
@@ -39,6 +42,21 @@ class PolicyUnavailable(PolicyError):
 
     def __init__(self, message: str):
         super().__init__(message, retryable=True)
+
+
+def _retrieved_or(prompt_text: str, context_json: str | dict[str, Any]) -> str:
+    """The retrieved prompt of a harness-agent context; any other input (a ReAct context, a judge
+    prompt, an empty context) keeps the prompt it came with."""
+    try:
+        ctx = json.loads(context_json) if isinstance(context_json, str) else context_json
+    except ValueError:
+        return prompt_text
+    if not isinstance(ctx, dict) or ctx.get("mode") == "react" or "instructions" not in ctx \
+            or "comments" not in ctx:
+        return prompt_text
+    from livehost.policy.retrieved_prompt import render_retrieved
+
+    return render_retrieved(ctx)
 
 
 @dataclass(frozen=True)
@@ -237,7 +255,8 @@ class PolicyClient:
         return self._transport
 
     async def input_format(self) -> str:
-        """``prompt`` or ``context_json``, from the model config's ``input_format`` parameter (read once)."""
+        """``prompt``, ``context_json`` or ``retrieved_prompt``, from the model config's ``input_format``
+        parameter (read once)."""
         if self._input_format is None:
             params = await self.transport.model_parameters(self.model, self.timeout_s)
             fmt = params.get("input_format", "") or "prompt"
@@ -266,6 +285,8 @@ class PolicyClient:
                 fmt = await asyncio.wait_for(self.input_format(), self.timeout_s)
                 if fmt == "context_json":
                     text_input = context_json if isinstance(context_json, str) else json.dumps(context_json)
+                elif fmt == "retrieved_prompt":
+                    text_input = await asyncio.to_thread(_retrieved_or, prompt_text, context_json)
                 else:
                     text_input = prompt_text
                 out = await asyncio.wait_for(

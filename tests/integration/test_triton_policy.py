@@ -83,7 +83,7 @@ async def test_unreachable_server_opens_the_breaker():
 
 async def test_llm_model_streams_parseable_actions(triton_url, harness):
     async with PolicyClient(triton_url, "policy_llm", timeout_s=30.0) as client:
-        assert await client.input_format() == "prompt"
+        assert await client.input_format() == "retrieved_prompt"
         latencies: list[float] = []
         valid = 0
         total = 0

@@ -165,3 +165,28 @@ async def test_close_closes_transport():
     async with client(t) as c:
         await c.generate("p", "{}", {})
     assert t.closed
+
+
+async def test_retrieved_prompt_model_gets_the_small_prompt_of_an_agent_context():
+    from pathlib import Path
+
+    from livehost.harness.loader import load
+    from livehost.policy.testing import build_context, render_prompt
+
+    root = Path(__file__).resolve().parents[2]
+    harness = load(root / "harness/default")
+    case = json.loads((root / "tests/data/sample_cases.jsonl").read_text().splitlines()[3])
+    ctx = build_context(harness, case)
+    t = FakeTransport("retrieved_prompt")
+    c = client(t)
+    r = await c.generate(render_prompt(ctx), json.dumps(ctx), None)
+    sent = t.sent[0][1]
+    assert r.input_format == "retrieved_prompt"
+    assert "## Relevant facts" in sent and "black, navy and red" in sent and "what colors" in sent
+    assert len(sent) < len(render_prompt(ctx))
+    shown_tools = [t["name"] for t in ctx["tools"] if f"- {t['name']}(" in sent]
+    assert 0 < len(shown_tools) < len(ctx["tools"])  # the closest tools by meaning, not all
+    # a ReAct context or an empty one keeps the prompt it came with
+    await c.generate("REACT PROMPT", json.dumps({**ctx, "mode": "react"}), None)
+    await c.generate("PLAIN", "{}", None)
+    assert [s[1] for s in t.sent[1:]] == ["REACT PROMPT", "PLAIN"]
