@@ -16,6 +16,8 @@ from livehost.harness.loader import load
 from livehost.harness.model import Harness
 from livehost.policy.reference import decide
 from livehost.policy.testing import build_context, run_loop
+from livehost.training.formats import to_sft
+from services.trajectories.handlers import trajectory_from_reply
 
 ROOT = Path(__file__).resolve().parents[2]
 CASES = {c["id"]: c for c in (json.loads(line) for line in
@@ -88,7 +90,11 @@ def test_through_the_harness_step_hooks(harness):
                              for s in st.steps(state, *TRANSCRIPT_KINDS)]
         ctx["loaded_skills"] = [{"id": s.id, "body": s.body} for s in harness.skills
                                 if s.id in state["loaded_skills"]]
-        nxt = after_action(harness, state, _parsed(decide(copy.deepcopy(ctx))), now_ms=10)
+        action = _parsed(decide(copy.deepcopy(ctx)))
+        st.add_step(state, "prompt", None, {"text": "(prompt)", "sections": [], "evidence": {}})
+        st.add_step(state, "model_output", "policy_reference", {"raw": json.dumps(action), "attempts": 1})
+        st.add_step(state, "action", action["kind"], {**action, "repaired": False, "error": None})
+        nxt = after_action(harness, state, action, now_ms=10)
         state = nxt.state
         if nxt.route == "terminal":
             outcome = nxt
@@ -103,6 +109,16 @@ def test_through_the_harness_step_hooks(harness):
     assert len(corrections) == 1 and "link 3" in (outcome.text or "")
     corr = corrections[0]
     assert corr["name"] == next(h.id for h in harness.hooks if h.kind == "tool_arguments")
+    # the SFT export trims the retry: the corrected call is not taught, the final behaviour is
+    row = trajectory_from_reply({"state": state, "outcome": outcome.outcome, "text": outcome.text,
+                                 "reason": outcome.reason, "completed_ms": 500})
+    assert row["outcome"] == "reply"
+    sft = to_sft(row, harness, keep_retries=0.0)
+    assert sft is not None and sft["retries"] == 1 and sft["trimmed"]
+    taught = json.dumps(sft["messages"][2:])
+    assert "120" not in taught and "link 3" in taught
+    whole = to_sft(row, harness, keep_retries=1.0)
+    assert whole is not None and not whole["trimmed"] and "120" in json.dumps(whole["messages"][2:])
 
 
 def _parsed(action: dict[str, Any]) -> dict[str, Any]:
