@@ -1,0 +1,140 @@
+"""The hooks worker SIGKILLed with comments in open merge windows and requests waiting in room queues,
+then restarted: every comment still gets an outcome (a request published on agent.requests, or a reply)
+— nothing accepted is lost. Real broker (the session's Apache Kafka), real PostgreSQL, the real worker.
+
+Downstream (prompt/policy/tools) does not run here, so each room's first request stays in flight and the
+later ones wait in the room queue: exactly the state a crash used to lose (their comments were
+acknowledged at merge time, before the request was published)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import time
+import uuid
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiokafka import AIOKafkaConsumer, TopicPartition
+
+from livehost import codec
+from livehost.config import Settings
+from livehost.db import connect_pool, migrate
+from livehost.kafka import Producer, ensure_topics
+from livehost.stack.testing import kafka_client
+from livehost.topics import REPLIES, REQUESTS, ROOM_EVENTS, Topic
+
+from .conftest import create_database
+from .test_faust_workers import start_worker, stop_worker, worker_env
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
+ROOMS = 6
+WINDOW_MS = 1500
+
+
+async def read_all(settings: Settings, topic: Topic, timeout: float = 3.0) -> list[dict[str, Any]]:
+    """Every committed record of ``topic`` (read_committed: an aborted transaction of the killed worker
+    is not an outcome)."""
+    consumer = AIOKafkaConsumer(**kafka_client(settings.kafka_bootstrap), group_id=None, fetch_max_wait_ms=50,
+                                enable_auto_commit=False, isolation_level="read_committed")
+    await consumer.start()
+    out: list[dict[str, Any]] = []
+    try:
+        parts = [TopicPartition(topic.name, p) for p in range(topic.partitions)]
+        consumer.assign(parts)
+        await consumer.seek_to_beginning()
+        ends = await consumer.end_offsets(parts)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            batch = await consumer.getmany(timeout_ms=200)
+            for msgs in batch.values():
+                out.extend(codec.decode(topic.schema, m.value) for m in msgs)
+            positions = [await consumer.position(tp) for tp in parts]
+            if all(pos >= ends[tp] for pos, tp in zip(positions, parts, strict=True)):
+                break
+    finally:
+        await consumer.stop()
+    return out
+
+
+def outcomes(requests: list[dict[str, Any]], replies: list[dict[str, Any]]) -> dict[str, set[str]]:
+    """event_id -> request ids whose published request (turn 0) or reply carries it."""
+    seen: dict[str, set[str]] = defaultdict(set)
+    for rec in [*requests, *replies]:
+        state = rec["state"]
+        for c in state.get("comments") or []:
+            seen[c["event_id"]].add(state["request_id"])
+        for step in state.get("steps") or []:  # comments dropped by input hooks stay in the input step
+            if step.get("kind") == "input":
+                for eid in json.loads(step.get("data_json") or "{}").get("event_ids", []):
+                    seen[eid].add(state["request_id"])
+    return seen
+
+
+async def test_hooks_worker_killed_mid_merge_window_loses_no_comment(
+        tmp_path: Path, kafka_bootstrap: str, pg_server: str) -> None:
+    dsn = await create_database(pg_server)
+    settings = Settings(kafka_bootstrap=kafka_bootstrap, postgres_dsn=dsn)
+    await ensure_topics(settings)
+    pool = await connect_pool(dsn, attempts=10)
+    try:
+        await migrate(pool)
+    finally:
+        await pool.close()
+    env = {**worker_env(kafka_bootstrap, dsn, tmp_path), "LIVEHOST_MERGE_WINDOW_MS": str(WINDOW_MS),
+           "LIVEHOST_REQUEST_TTL_MS": "120000", "LIVEHOST_REPLICA_ID": "hooks-1"}
+    log = tmp_path / "hooks.log"
+    worker = await asyncio.to_thread(start_worker, "hooks", env, log)
+    producer = Producer(settings)
+    await producer.start()
+    tag = uuid.uuid4().hex[:6]
+    rooms = [f"room-{tag}-{i}" for i in range(ROOMS)]
+    sent: list[str] = []
+
+    async def comments(n: int) -> None:
+        for room in rooms:
+            eid = f"{room}-c{n}"
+            sent.append(eid)
+            await producer.send(ROOM_EVENTS, room, {"event_id": eid, "room_id": room, "type": "comment",
+                                                    "ts_ms": int(time.time() * 1000), "user_id": f"u{n}",
+                                                    "text": f"is link {n} still available?"})
+
+    try:
+        for room in rooms:
+            await producer.send(ROOM_EVENTS, room, {"event_id": f"{room}-sw", "room_id": room,
+                                                    "type": "product_switch", "ts_ms": int(time.time() * 1000),
+                                                    "link_id": 1})
+        await comments(1)  # becomes each room's in-flight request
+        await asyncio.sleep(WINDOW_MS / 1000 + 1.5)
+        await comments(2)  # merged, then queued behind the in-flight one
+        await asyncio.sleep(WINDOW_MS / 1000 + 1.5)
+        await comments(3)  # still in its open merge window when the worker dies
+        await asyncio.sleep(0.3)
+        before = outcomes(await read_all(settings, REQUESTS), await read_all(settings, REPLIES))
+        os.killpg(worker.pid, signal.SIGKILL)
+        worker.wait(10)
+        killed_at = time.monotonic()
+        queued_at_kill = [e for e in sent if e.endswith("c2") and e not in before]
+        open_at_kill = [e for e in sent if e.endswith("c3") and e not in before]
+        worker = await asyncio.to_thread(start_worker, "hooks", env, log)
+        print(f"\nhooks SIGKILLed with {len(queued_at_kill)} comments in queued requests and {len(open_at_kill)} "
+              f"in open merge windows; restarted and ready in {time.monotonic() - killed_at:.1f}s")
+        deadline = time.monotonic() + 60
+        while True:
+            seen = outcomes(await read_all(settings, REQUESTS), await read_all(settings, REPLIES))
+            lost = [e for e in sent if e not in seen]
+            if not lost or time.monotonic() > deadline:
+                break
+            await asyncio.sleep(1.0)
+    finally:
+        await producer.stop()
+        stop_worker(worker)
+    duplicated = {e: ids for e, ids in seen.items() if e in sent and len(ids) > 1}
+    print(f"comments sent {len(sent)}, with an outcome {len(sent) - len(lost)}, lost {len(lost)}, "
+          f"in more than one request {len(duplicated)}")
+    assert queued_at_kill, "the scenario must have requests waiting in room queues when the worker dies"
+    assert not lost, f"comments lost by the crash: {lost}"
