@@ -150,6 +150,7 @@ _COMPLIANCE_PATTERNS = [
     r"\bknock ?-?offs?\b", r"\bfake discount\b", r"\bbypass\b", r"\bunder the table\b",
 ]
 _GREETING_RE = re.compile(r"^\s*(hi|hello|hey|yo|hiya|howdy|good (morning|evening|afternoon|night))\b")
+_CODE_RE = re.compile(r"(?<![\w#-])[A-Z]{2,10}\d{1,3}[A-Z]?(?![\w-])")
 _THANKS_RE = re.compile(r"\b(thanks?|thank you)\b")
 # "does it come in X", "can I get it in X": X names one option of a product's option list (colours, …)
 _OPTION_RE = re.compile(r"\b(?:comes?|coming|came)\s+in\s+(?:an?\s+)?([a-z][a-z-]+)\b"
@@ -650,6 +651,9 @@ class _Decider:
                         self.fact_queries.append(line)
             if self.fact_queries and "attribute" not in names:
                 names.append("attribute")
+        # a token shaped like a promotion code ("use ABC20 on it?"), not an order number: a coupon question
+        if "coupon" not in names and _CODE_RE.search(self.text) and not self.order_id():
+            names.append("coupon")
         if "post_purchase" not in names and (self.order_id() or _PAST_PURCHASE_RE.search(low)):
             names = [n for n in names if n in ("post_purchase", "faq")] + ["post_purchase"]
         # "how many ... left" is stock, not price; "how much" with stock words stays both

@@ -285,3 +285,11 @@ def test_merged_comments_each_keep_their_own_product(harness):
 def test_a_product_named_by_meaning_is_found_in_the_lineup(harness):
     reply = run_loop(decide, harness, _with_comment(_two_products(), "how many backpack left?")).reply or ""
     assert "7 left" in reply and "couldn't find" not in reply
+
+
+def test_a_code_shaped_token_is_a_coupon_question(harness):
+    case = next(c for c in CASES if c["category"] == "multi_intent")
+    reply = run_loop(decide, harness, _with_comment(case, "can I use ZAP50 on this?")).reply or ""
+    assert "WINTER20" in reply
+    reply = run_loop(decide, harness, _with_comment(case, "where is order LH20251128001?")).reply or ""
+    assert "WINTER20" not in reply
