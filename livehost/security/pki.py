@@ -152,6 +152,18 @@ def ensure_pki(directory: Path, identities: Iterable[str]) -> list[str]:
     return made
 
 
+def issue_for_hosts(directory: Path, identity: str, hosts: Iterable[str]) -> bool:
+    """A credential for ``identity`` whose certificate also names ``hosts`` (a broker reached by its
+    service name, e.g. ``kafka`` in docker-compose.yml); kept when it exists. True when made now."""
+    with _locked(directory):
+        if not (directory / "ca.pem").exists() or not (directory / "ca.key").exists():
+            _make_ca(directory)
+        if (directory / f"{identity}.pem").exists() and (directory / f"{identity}.key").exists():
+            return False
+        _issue(directory, identity, hosts)
+        return True
+
+
 def rotate(directory: Path, identities: Iterable[str], *, new_ca: bool = False) -> list[str]:
     """Reissue the given identities' credentials (all bound identities with ``new_ca``)."""
     with _locked(directory):

@@ -122,6 +122,15 @@ def client_security(rec: Running, user: str = SERVICE_USER) -> dict[str, str]:
             "LIVEHOST_KAFKA_SSL_CAFILE": rec.extra["cafile"]}
 
 
+def tls_client_security(rec: Running, identity: str) -> dict[str, str]:
+    """Settings for a client that authenticates with its certificate from the local CA (mutual TLS) on the
+    broker's second listener; ``identity`` must have a credential in the CA's folder."""
+    pki = Path(rec.extra["pki"])
+    return {"LIVEHOST_KAFKA_BOOTSTRAP": f"{HOST}:{rec.ports['kafka_tls']}", "LIVEHOST_KAFKA_SECURITY_PROTOCOL": "SSL",
+            "LIVEHOST_KAFKA_SSL_CAFILE": str(pki / "ca.pem"), "LIVEHOST_KAFKA_SSL_CERTFILE": str(pki / f"{identity}.pem"),
+            "LIVEHOST_KAFKA_SSL_KEYFILE": str(pki / f"{identity}.key")}
+
+
 def client_kwargs(rec: Running, user: str = SERVICE_USER) -> dict[str, object]:
     """aiokafka keyword arguments for a client of this broker (address and security)."""
     from livehost.config import Settings
@@ -204,13 +213,17 @@ def _write_config(workdir: Path, ports: dict[str, int], pki: Path | None) -> Pat
         keystore, cafile = _tls_files(workdir, pki)
         admin = _scram_passwords(workdir)["admin"]
         props.update({
-            "listeners": f"SASL_SSL://{HOST}:{ports['kafka']},CONTROLLER://{HOST}:{ports['controller']}",
-            "advertised.listeners": f"SASL_SSL://{HOST}:{ports['kafka']}",
-            "listener.security.protocol.map": "SASL_SSL:SASL_SSL,CONTROLLER:SSL",
+            "listeners": f"SASL_SSL://{HOST}:{ports['kafka']},SSL://{HOST}:{ports['kafka_tls']},"
+                         f"CONTROLLER://{HOST}:{ports['controller']}",
+            "advertised.listeners": f"SASL_SSL://{HOST}:{ports['kafka']},SSL://{HOST}:{ports['kafka_tls']}",
+            "listener.security.protocol.map": "SASL_SSL:SASL_SSL,SSL:SSL,CONTROLLER:SSL",
+            # The second client listener authenticates by certificate (mutual TLS) instead of SCRAM: for
+            # clients whose SCRAM does not work with Kafka 4 (Debian's kcat, librdkafka 2.0.2).
+            "listener.name.ssl.ssl.client.auth": "required",
             "inter.broker.listener.name": "SASL_SSL",
             "sasl.enabled.mechanisms": SCRAM_MECHANISM,
             "sasl.mechanism.inter.broker.protocol": SCRAM_MECHANISM,
-            "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config":
+            f"listener.name.sasl_ssl.{SCRAM_MECHANISM.lower()}.sasl.jaas.config":
                 'org.apache.kafka.common.security.scram.ScramLoginModule required '
                 f'username="admin" password="{admin}";',
             "ssl.keystore.type": "PEM",
@@ -265,15 +278,19 @@ def start_apache(
     heap_mb: int = 512,
     dist_dir: Path | None = None,
     pki: Path | None = None,
+    tls_port: int = 0,
 ) -> Running:
     """Start Apache Kafka on ``127.0.0.1:port`` (0 = free port), data in ``<workdir>/data``; SASL_SSL with
-    certificates from the CA in ``pki`` when given, plaintext otherwise."""
+    certificates from the CA in ``pki`` when given (plus a mutual-TLS listener on ``tls_port``),
+    plaintext otherwise."""
     workdir = workdir.resolve()
     workdir.mkdir(parents=True, exist_ok=True)
     log_path = workdir / "kafka.log"
     java = java_binary()
     libs = kafka_dist.ensure_jars(dist_dir or default_dist_dir())
     configured = {"kafka": port, "controller": controller_port}
+    if pki is not None:
+        configured["kafka_tls"] = tls_port
     ports = pick_ports(configured)
     if pki is not None and (workdir / "data" / "meta.properties").exists() and not (workdir / "scram.json").exists():
         raise StackError(NAME, f"{workdir / 'data'} was formatted without SCRAM users (an older plaintext stack); "
@@ -349,7 +366,8 @@ def restart(rec: Running, timeout: float = 60.0) -> Running:
     return start_apache(workdir, rec.ports["kafka"], rec.ports["controller"], timeout=timeout,
                         heap_mb=int(rec.extra.get("heap_mb", "512")),
                         dist_dir=Path(rec.extra["dist_dir"]) if "dist_dir" in rec.extra else None,
-                        pki=Path(rec.extra["pki"]) if "pki" in rec.extra else None)
+                        pki=Path(rec.extra["pki"]) if "pki" in rec.extra else None,
+                        tls_port=rec.ports.get("kafka_tls", 0))
 
 
 def stop(rec: Running, timeout: float = 20.0) -> None:

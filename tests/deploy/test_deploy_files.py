@@ -45,6 +45,8 @@ def tool_env(tools: dict[str, str]) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("HELM_", "XDG_", "DOCKER_", "COMPOSE_"))}
     env.update({k: v for k, v in tools.items() if k.startswith(("HELM_", "XDG_", "DOCKER_"))})
     env["KUBECONFIG"] = str(Path(tools["HELM_CONFIG_HOME"]) / "no-kubeconfig")
+    # docker-compose.yml refuses to start without the Kafka passwords (no default password).
+    env.update(KAFKA_ADMIN_PASSWORD="test-admin-password", KAFKA_LIVEHOST_PASSWORD="test-livehost-password")
     return env
 
 
@@ -100,6 +102,20 @@ def test_helm_lint_strict(tools: dict[str, str], tool_env: dict[str, str], value
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
+def test_kafka_security_is_on_by_default(tools: dict[str, str], tool_env: dict[str, str]) -> None:
+    """Like the embedded stack: SASL_SSL + SCRAM, the brokers' CA from the components' TLS Secret (or a
+    Kafka CA Secret when one is named)."""
+    config = next(d for d in render(tools, tool_env) if d["kind"] == "ConfigMap")["data"]
+    assert config["LIVEHOST_KAFKA_SECURITY_PROTOCOL"] == "SASL_SSL"
+    assert config["LIVEHOST_KAFKA_SASL_MECHANISM"] == "SCRAM-SHA-512"
+    assert config["LIVEHOST_KAFKA_SSL_CAFILE"] == "/etc/livehost/pki/ca.pem"
+    docs = render(tools, tool_env, "--set", "kafka.caSecret=kafka-cluster-ca")
+    config = next(d for d in docs if d["kind"] == "ConfigMap")["data"]
+    assert config["LIVEHOST_KAFKA_SSL_CAFILE"] == "/etc/livehost/kafka-ca/ca.crt"
+    pod = next(d for d in docs if d["kind"] == "Deployment")["spec"]["template"]["spec"]
+    assert any(v["name"] == "kafka-ca" and v["secret"]["secretName"] == "kafka-cluster-ca" for v in pod["volumes"])
+
+
 def test_template_renders_every_component(tools: dict[str, str], tool_env: dict[str, str]) -> None:
     docs = render(tools, tool_env)
     by_kind: dict[str, dict[str, dict[str, Any]]] = {}
@@ -117,6 +133,9 @@ def test_template_renders_every_component(tools: dict[str, str], tool_env: dict[
         else:  # a service without a database gets no DSN
             assert "LIVEHOST_POSTGRES_DSN" not in env
         assert env["LIVEHOST_GRPC_IDENTITY"]["value"] == name
+        # Kafka SCRAM credentials from the Kafka Secret, never from values
+        for key in ("LIVEHOST_KAFKA_SASL_USERNAME", "LIVEHOST_KAFKA_SASL_PASSWORD"):
+            assert env[key]["valueFrom"]["secretKeyRef"]["name"] == "livehost-kafka"
         # every component's own credential (mutual TLS; the hooks processor signs attestations with it)
         pki = next(v for v in pod["volumes"] if v["name"] == "pki")["secret"]
         assert pki["secretName"] == f"livehost-tls-{name}"
@@ -266,6 +285,10 @@ def test_compose_services(tools: dict[str, str], tool_env: dict[str, str]) -> No
             "LIVEHOST_POSTGRES_DSN"]
         assert env["LIVEHOST_TRITON_URL"] == "triton:8001"
         assert env["LIVEHOST_GRPC_HOST"] == "0.0.0.0"
+        # Kafka as the embedded stack runs it: SASL_SSL + SCRAM, the broker certificate from the pki volume
+        assert env["LIVEHOST_KAFKA_SECURITY_PROTOCOL"] == "SASL_SSL"
+        assert env["LIVEHOST_KAFKA_SASL_PASSWORD"] == tool_env["KAFKA_LIVEHOST_PASSWORD"]
+        assert env["LIVEHOST_KAFKA_SSL_CAFILE"] == "/pki/ca.pem"
         assert svc["depends_on"]["kafka"]["condition"] == "service_healthy"
         # mutual TLS: credentials from the one-shot pki service's volume
         assert svc["depends_on"]["pki"]["condition"] == "service_completed_successfully"
@@ -278,7 +301,12 @@ def test_compose_services(tools: dict[str, str], tool_env: dict[str, str]) -> No
             assert svc["healthcheck"]["test"] == ["CMD", "python", "-m", "livehost.healthcheck", "--quiet", name]
             assert [int(p["target"]) for p in svc["ports"]] == [grpc_port]
     assert "triton" in services["policy"]["depends_on"]
-    assert services["kafka"]["image"].startswith("apache/kafka:")
+    # The same Apache Kafka version as the embedded stack's pom.
+    pom = (ROOT / "infra" / "kafka" / "pom.xml").read_text()
+    version = pom.split("<kafka.version>")[1].split("<")[0]
+    assert services["kafka"]["image"] == f"apache/kafka:{version}"
+    kafka_props = (ROOT / "infra" / "kafka" / "compose" / "server.properties").read_text()
+    assert "listeners=SASL_SSL://:9092" in kafka_props and "PLAINTEXT://" not in kafka_props
     assert services["postgres"]["image"].startswith("postgres:16")
     assert services["triton"]["build"]["dockerfile"] == "infra/triton/Dockerfile"
     assert any(v["target"] == "/models" for v in services["triton"]["volumes"])

@@ -18,6 +18,8 @@ from livehost.gen.livehost.ingest.v1 import ingest_pb2, ingest_pb2_grpc
 from livehost.grpcutil import make_channel
 from livehost.harness.loader import load
 from livehost.kafka import Producer, now_ms
+from livehost.stack import kafka
+from livehost.stack.process import Running
 from livehost.stack.testing import kafka_client
 from livehost.topics import ALL_TOPICS, AVATAR_SEGMENTS, DEAD_LETTER, REPLIES, ROOM_EVENTS, Topic
 from tests.e2e.conftest import System
@@ -188,41 +190,43 @@ async def test_nothing_lost_while_a_service_is_down(system: System, service: str
             await conn.close()
 
 
-def test_kcat_lists_declared_topics_and_reads_a_reply(system: System) -> None:
+def test_kcat_lists_declared_topics_and_reads_a_reply(system: System, kafka_broker: Running) -> None:
     """Debian's kcat (librdkafka), a client independent of aiokafka, sees every declared topic with its
-    partition count and consumes an Avro record from agent.replies that decodes with our schemas; without
-    credentials it gets nothing."""
+    partition count and consumes an Avro record from agent.replies that decodes with our schemas.
+
+    kcat authenticates with a certificate from the installation's CA on the broker's mutual-TLS listener:
+    Debian's librdkafka 2.0.2 fails SCRAM against Kafka 4 ("invalid credentials" with the right password,
+    where librdkafka 2.16 and aiokafka succeed). Without a certificate it gets nothing."""
     import json
     import shutil
     import subprocess
 
     kcat = shutil.which("kcat")
     assert kcat is not None, "kcat is not installed (`make install` installs Debian's kcat)"
-    # kcat authenticates the way any librdkafka producer would: SASL_SSL, SCRAM, the installation's CA.
-    s = system.settings
-    auth = ["-X", f"security.protocol={s.kafka_security_protocol}"]
-    if s.kafka_security_protocol.startswith("SASL_"):
-        auth += ["-X", f"sasl.mechanisms={s.kafka_sasl_mechanism}", "-X", f"sasl.username={s.kafka_sasl_username}",
-                 "-X", f"sasl.password={s.kafka_sasl_password.get_secret_value()}"]
-    if s.kafka_ssl_cafile:
-        auth += ["-X", f"ssl.ca.location={s.kafka_ssl_cafile}"]
-    listing = subprocess.run([kcat, "-b", s.kafka_bootstrap, *auth, "-L", "-J"], capture_output=True,
-                             timeout=60, check=True)
+    tls = kafka.tls_client_security(kafka_broker, "operator")
+    bootstrap = tls["LIVEHOST_KAFKA_BOOTSTRAP"]
+    auth = ["-X", "security.protocol=ssl", "-X", f"ssl.ca.location={tls['LIVEHOST_KAFKA_SSL_CAFILE']}",
+            "-X", f"ssl.certificate.location={tls['LIVEHOST_KAFKA_SSL_CERTFILE']}",
+            "-X", f"ssl.key.location={tls['LIVEHOST_KAFKA_SSL_KEYFILE']}"]
+    listing = subprocess.run([kcat, "-b", bootstrap, *auth, "-L", "-J"], capture_output=True, timeout=60)
+    assert listing.returncode == 0, listing.stderr.decode(errors="replace")[-2000:]
     metadata = {t["topic"]: len(t["partitions"]) for t in json.loads(listing.stdout)["topics"]}
     for topic in ALL_TOPICS:
         assert metadata.get(topic.name) == topic.partitions, f"{topic.name}: kcat sees {metadata.get(topic.name)}"
 
     # Some reply exists once the other e2e tests ran; make sure of it without depending on order.
     asyncio.run(_ensure_a_reply(system))
-    out = subprocess.run([kcat, "-b", s.kafka_bootstrap, *auth, "-C", "-t", REPLIES.name, "-o", "beginning",
+    out = subprocess.run([kcat, "-b", bootstrap, *auth, "-C", "-t", REPLIES.name, "-o", "beginning",
                           "-c", "1", "-e", "-q", "-f", "%h\x1f%s"], capture_output=True, timeout=60, check=True)
     headers, _, value = out.stdout.partition(b"\x1f")
     assert f"{codec.SCHEMA_HEADER}={REPLIES.schema}".encode() in headers
     reply = codec.decode(REPLIES.schema, value)
     assert reply["state"]["request_id"] and reply["outcome"]
-    if auth:
-        anonymous = subprocess.run([kcat, "-b", s.kafka_bootstrap, "-L", "-m", "5"], capture_output=True, timeout=60)
-        assert anonymous.returncode != 0 or REPLIES.name.encode() not in anonymous.stdout
+    # Without a client certificate (TLS only) the listener refuses.
+    anonymous = subprocess.run([kcat, "-b", bootstrap, "-X", "security.protocol=ssl",
+                                "-X", f"ssl.ca.location={tls['LIVEHOST_KAFKA_SSL_CAFILE']}", "-L", "-m", "5"],
+                               capture_output=True, timeout=60)
+    assert anonymous.returncode != 0
 
 
 async def _ensure_a_reply(system: System) -> None:
