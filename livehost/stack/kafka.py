@@ -126,8 +126,9 @@ def tls_client_security(rec: Running, identity: str) -> dict[str, str]:
     """Settings for a client that authenticates with its certificate from the local CA (mutual TLS) on the
     broker's second listener; ``identity`` must have a credential in the CA's folder."""
     pki = Path(rec.extra["pki"])
-    return {"LIVEHOST_KAFKA_BOOTSTRAP": f"{HOST}:{rec.ports['kafka_tls']}", "LIVEHOST_KAFKA_SECURITY_PROTOCOL": "SSL",
-            "LIVEHOST_KAFKA_SSL_CAFILE": str(pki / "ca.pem"), "LIVEHOST_KAFKA_SSL_CERTFILE": str(pki / f"{identity}.pem"),
+    return {"LIVEHOST_KAFKA_BOOTSTRAP": f"{HOST}:{rec.ports['kafka_tls']}",
+            "LIVEHOST_KAFKA_SECURITY_PROTOCOL": "SSL", "LIVEHOST_KAFKA_SSL_CAFILE": str(pki / "ca.pem"),
+            "LIVEHOST_KAFKA_SSL_CERTFILE": str(pki / f"{identity}.pem"),
             "LIVEHOST_KAFKA_SSL_KEYFILE": str(pki / f"{identity}.key")}
 
 

@@ -40,7 +40,9 @@ def wait(predicate: Callable[[], bool], timeout: float) -> bool:
 
 def start_service(name: str, env: dict[str, str], log: Path) -> tuple[int, str]:
     port = free_port()
-    full_env = {**os.environ, **env, f"LIVEHOST_{name.upper()}_GRPC_PORT": str(port),
+    # The brokers these tests start are plaintext (what is tested is waiting, not authentication).
+    full_env = {**os.environ, "LIVEHOST_KAFKA_SECURITY_PROTOCOL": "PLAINTEXT", **env,
+                f"LIVEHOST_{name.upper()}_GRPC_PORT": str(port),
                 "LIVEHOST_CONNECT_BACKOFF_MAX_S": "0.5", "PYTHONPATH": str(REPO_ROOT)}
     proc = start_detached([sys.executable, "-m", f"services.{name}"], log, env=full_env, cwd=REPO_ROOT)
     return proc.pid, f"127.0.0.1:{port}"
