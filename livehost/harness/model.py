@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 SkillKind = Literal["reply", "strategy"]
 HookStage = Literal["input", "tool_call", "before_reply", "reply"]
@@ -117,10 +118,19 @@ class Harness(_Strict):
     def canonical(self) -> dict[str, Any]:
         return self.model_dump(mode="json")
 
+    _version: str | None = PrivateAttr(default=None)  # the model is frozen: computed once
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Harness:
+        copy = super().model_copy(update=update, deep=deep)
+        copy._version = None  # an updated copy has other content
+        return copy
+
     def version(self) -> str:
         """Content address: sha256 of the canonical JSON bundle (first 16 hex digits)."""
-        blob = json.dumps(self.canonical(), sort_keys=True, separators=(",", ":")).encode()
-        return hashlib.sha256(blob).hexdigest()[:16]
+        if self._version is None:
+            blob = json.dumps(self.canonical(), sort_keys=True, separators=(",", ":")).encode()
+            self._version = hashlib.sha256(blob).hexdigest()[:16]
+        return self._version
 
     def skill(self, skill_id: str) -> Skill | None:
         return next((s for s in self.skills if s.id == skill_id), None)
