@@ -120,7 +120,11 @@ def screen(text: str) -> Screening:
     m = model()
     scores = m.predict(text)
     for part in clauses(text):
-        if len(part) < 4:
+        # A clause scored alone needs at least one word the model knows: a lone order number or tracking
+        # code matches a few character n-grams of some class by chance, and length normalisation would
+        # turn that into a confident verdict.
+        if len(part) < 4 or not any(f.startswith("w:") and len(f) > 4 and f[2:].isalpha() and f in m.vocab
+                                    for f in features(part)):
             continue
         sub = m.predict(part)
         for cls in HARMFUL:
