@@ -57,6 +57,9 @@ def main() -> None:
         settings = Settings(postgres_dsn=dsn, triton_url=url)
         if args.policy_timeout_s:
             settings = settings.model_copy(update={"policy_timeout_s": args.policy_timeout_s})
+        if args.time_budget_ms:  # a request's deadline is the smaller of its TTL and the time budget
+            settings = settings.model_copy(update={"request_ttl_ms": max(settings.request_ttl_ms,
+                                                                         args.time_budget_ms)})
         harness = None
         if args.time_budget_ms:  # the shipped harness with another request time budget
             folder = tmp / "harness"
