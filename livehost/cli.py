@@ -32,7 +32,8 @@ def stack_up(broker: str = typer.Option("", help="kafka (Apache Kafka, durable; 
         raise typer.Exit(1) from None
     console.print(f"[green]stack ready[/]; settings in {info.env_file}")
     for key, value in info.env.items():
-        console.print(f"  {key}={redact(value)}")  # the DSN's password stays in the env file
+        shown = redact(f"{key}={value}")  # passwords (the DSN's, Kafka's SCRAM) stay in the env file
+        console.print(f"  {shown}")
 
 
 @stack_app.command("down")

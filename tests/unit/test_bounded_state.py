@@ -99,6 +99,7 @@ def test_retention_purges_old_wavs_only_inside_the_audio_folder(tmp_path: Path) 
     ("dsn=host=pg user=livehost password=s3cr3t dbname=x", "s3cr3t"),
     ("sasl_plain_password='s3cr3t' bootstrap=kafka:9093", "s3cr3t"),
     ("LIVEHOST_POSTGRES_DSN=postgres://u:p%40ss@h/db", "p%40ss"),
+    ("LIVEHOST_KAFKA_SASL_PASSWORD=5GQtfS-dqZ1e_2m5", "5GQtfS-dqZ1e_2m5"),  # what `stack up` prints
 ])
 def test_passwords_are_redacted(text: str, secret: str) -> None:
     out = redact(text)
