@@ -129,6 +129,9 @@ class Settings(BaseSettings):
     max_comment_chars: int = 500
     max_comment_bytes: int = 2048
     max_campaign_json_bytes: int = 4096
+    # Ingest answers accepted=false for a client_event_id it accepted in this room within this window
+    # (durable: a PostgreSQL claim, livehost/claims.py); 0 = for as long as the claim is kept.
+    ingest_dedup_window_s: float = 24 * 3600.0
 
     # Merge window for comments of one room (milliseconds) and the bounded batch size.
     merge_window_ms: int = 800

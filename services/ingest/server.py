@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import grpc
 
+from livehost.claims import ClaimsUnavailable, DeliveryClaims
 from livehost.config import Settings, load_settings
 from livehost.gen.livehost.ingest.v1 import ingest_pb2, ingest_pb2_grpc
 from livehost.kafka import Producer
@@ -15,14 +17,32 @@ from livehost.topics import ROOM_EVENTS
 from services.ingest import clients, handlers
 from services.ingest import settings as service_settings
 
+log = logging.getLogger(__name__)
+
 
 class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
-    def __init__(self, settings: Settings, producer: Producer):
+    def __init__(self, settings: Settings, producer: Producer, claims: DeliveryClaims | None = None):
         self._settings = settings
         self._producer = producer
+        self._claims = claims  # durable client_event_id deduplication (None: none)
 
-    async def _publish(self, event: dict[str, Any]) -> ingest_pb2.SubmitCommentResponse:
-        partition, offset = await self._producer.send(ROOM_EVENTS, event["room_id"], event)
+    async def _publish(self, event: dict[str, Any], client_event_id: str | None = None
+                       ) -> ingest_pb2.SubmitCommentResponse:
+        key = f"{event['room_id']}/{client_event_id}" if client_event_id is not None and self._claims else None
+        if key is not None and self._claims is not None:
+            try:
+                if not await self._claims.claim(key):  # the same client event within the window
+                    return ingest_pb2.SubmitCommentResponse(event_id=event["event_id"], accepted=False,
+                                                            partition=-1, offset=-1)
+            except ClaimsUnavailable as exc:  # accept rather than refuse: downstream dedups by event id
+                log.warning("%s; accepting without the duplicate check", exc)
+                key = None
+        try:
+            partition, offset = await self._producer.send(ROOM_EVENTS, event["room_id"], event)
+        except BaseException:
+            if key is not None and self._claims is not None:
+                await self._claims.release(key)  # not published: the client's retry must be accepted
+            raise
         return ingest_pb2.SubmitCommentResponse(event_id=event["event_id"], accepted=True,
                                                 partition=partition, offset=offset)
 
@@ -34,7 +54,7 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
                                            max_bytes=self._settings.max_comment_bytes)
         except handlers.InvalidEvent as exc:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
-        return await self._publish(event)
+        return await self._publish(event, request.client_event_id if request.HasField("client_event_id") else None)
 
     async def SubmitRoomEvent(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
         client_id = request.client_event_id if request.HasField("client_event_id") else None
@@ -52,13 +72,15 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
                 raise handlers.InvalidEvent("event is required: product_switch, campaign_change or room_config")
         except handlers.InvalidEvent as exc:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
-        return await self._publish(event)
+        return await self._publish(event, client_id)
 
 
 def build(settings: Settings | None = None) -> ServiceRuntime:
     settings = settings or load_settings()
     producer = clients.producer(settings)
     runtime = ServiceRuntime("ingest", settings, service_settings.grpc_port(settings), producer)
+    db = runtime.database()
+    claims = DeliveryClaims(lambda: db.pool, "ingest", settings.ingest_dedup_window_s)
     runtime.servicers.append((ingest_pb2_grpc.add_IngestServiceServicer_to_server,
-                              IngestServicer(settings, producer)))
+                              IngestServicer(settings, producer, claims)))
     return runtime

@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from livehost.claims import ClaimsUnavailable, DeliveryClaims
 from livehost.kafka import now_ms
 from livehost.security.ids import check_id, inside
 from livehost.voice.engines import TTSEngine
@@ -154,7 +155,7 @@ def record_engine_failures(stream: ReplyStream, seen: int, request_id: str) -> i
 class VoiceHandler:
     def __init__(self, engine: str | TTSEngine, audio_dir: Path, publish: Publish, executor: Executor | None = None,
                  clock: Clock | None = None, preempt: bool = PREEMPT_ON_HIGHER_PRIORITY,
-                 room_idle_s: float = 600.0):
+                 room_idle_s: float = 600.0, claims: DeliveryClaims | None = None):
         self._engine = engine
         self._audio_dir = audio_dir
         self._publish = publish
@@ -166,6 +167,8 @@ class VoiceHandler:
         self._last_sweep_ms = 0.0
         self._finished = _Lru(REMEMBER_REQUESTS)  # spoken (or skipped) request ids
         self._cancelled = _Lru(REMEMBER_REQUESTS)  # request id -> reason
+        # Durable dedup across restarts and replicas: a reply is claimed (PostgreSQL) before it is spoken.
+        self._claims = claims
 
     # -- synthesis ---------------------------------------------------------------------------------
 
@@ -226,6 +229,12 @@ class VoiceHandler:
         speech = room.speeches.get(request_id)
         if speech is None or speech.reason is not None:
             return 0  # cancelled while queued: the renderer never saw it
+        # The durable claim is taken when speech starts (not on arrival): a process that dies with the
+        # reply still queued leaves it to be spoken after the redelivery.
+        if not await self._claim(request_id):
+            room.speeches.pop(request_id, None)
+            self._finished.add(request_id)
+            return 0
         speech.started = speech.synthesizing = True
         try:
             stream = self.segments_for(reply.get("text") or "", request_id, room_id, speech.stop)
@@ -246,6 +255,19 @@ class VoiceHandler:
             if speech.reason is not None or not speech.published:
                 room.speeches.pop(request_id, None)
             self._prune(room)
+
+    async def _claim(self, request_id: str) -> bool:
+        if self._claims is None:
+            return True
+        try:
+            if await self._claims.claim(request_id):
+                return True
+        except ClaimsUnavailable as exc:  # speak rather than stay silent; the in-memory set still dedups
+            log.warning("%s; speaking without the durable duplicate check", exc)
+            return True
+        log.info("request %s: already spoken (claimed before a restart or by another replica); redelivery "
+                 "ignored", request_id)
+        return False
 
     async def _speak(self, room: Room, speech: Speech, stream: ReplyStream) -> int:
         loop = asyncio.get_running_loop()

@@ -25,6 +25,7 @@ from typing import Any
 import grpc
 from aiokafka import ConsumerRecord
 
+from livehost.claims import DeliveryClaims
 from livehost.config import Settings, load_settings, state_dir
 from livehost.gen.livehost.voice.v1 import voice_pb2, voice_pb2_grpc
 from livehost.kafka import ConsumerLoop, Producer
@@ -148,8 +149,10 @@ def build(settings: Settings | None = None) -> ServiceRuntime:
         fanout.publish(seg)
 
     audio_dir = settings.voice_audio_dir or state_dir() / "audio"
+    db = runtime.database()
     handler = VoiceHandler(settings.voice_engine, audio_dir, publish, executor,
-                           room_idle_s=settings.voice_room_idle_s)
+                           room_idle_s=settings.voice_room_idle_s,
+                           claims=DeliveryClaims(lambda: db.pool, "voice"))
 
     async def warm() -> None:
         ready = await asyncio.get_running_loop().run_in_executor(executor, warm_up_engines, settings.voice_engine)

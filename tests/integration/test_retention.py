@@ -44,6 +44,8 @@ async def seed(pool: asyncpg.Pool, now_ms: int) -> None:
                            "VALUES ($1, 't', 'room.pin_product', to_timestamp($2 / 1000.0))", name, ts)
         await pool.execute("INSERT INTO side_effect_ledger (idempotency_key, room_id, tool, operation, at) "
                            "VALUES ($1, 'room-a', 't', 'room.pin_product', to_timestamp($2 / 1000.0))", name, ts)
+        await pool.execute("INSERT INTO delivery_claims (scope, key, at) "
+                           "VALUES ('voice', $1, to_timestamp($2 / 1000.0))", name, ts)
 
 
 async def test_purge_deletes_only_what_is_past_retention(db: tuple[str, asyncpg.Pool]) -> None:
@@ -53,13 +55,15 @@ async def test_purge_deletes_only_what_is_past_retention(db: tuple[str, asyncpg.
     settings = Settings(retention_room_memory_days=30, retention_idempotency_days=30,
                         retention_trajectories_days=90)
     counted = await purge_database(pool, settings, dry_run=True, now=now)
-    assert counted == {"room_memory": 1, "idempotency_keys": 1, "side_effect_ledger": 1, "trajectories": 1}
+    assert counted == {"room_memory": 1, "idempotency_keys": 1, "delivery_claims": 1, "side_effect_ledger": 1,
+                       "trajectories": 1}
     assert await pool.fetchval("SELECT count(*) FROM trajectories") == 2  # a dry run deletes nothing
     assert await purge_database(pool, settings, now=now) == counted
     for table in ("trajectories", "room_memory"):
         assert [r[0] for r in await pool.fetch(f"SELECT request_id FROM {table}")] == ["new"]
     assert [r[0] for r in await pool.fetch("SELECT idempotency_key FROM tool_idempotency")] == ["new"]
     assert [r[0] for r in await pool.fetch("SELECT idempotency_key FROM side_effect_ledger")] == ["new"]
+    assert [r[0] for r in await pool.fetch("SELECT key FROM delivery_claims")] == ["new"]
     keep_forever = Settings(retention_room_memory_days=0, retention_idempotency_days=0, retention_trajectories_days=0)
     assert await purge_database(pool, keep_forever, now=now + 1000 * 86_400) == {}
 

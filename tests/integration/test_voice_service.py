@@ -29,6 +29,8 @@ from livehost.topics import AVATAR_SEGMENTS, REPLIES, ROOM_EVENTS
 from livehost.voice import audio_ref_path, plan_chunks
 from services.voice.server import VoiceServicer, build
 
+from .conftest import create_database
+
 pytestmark = pytest.mark.integration
 
 LONG = " ".join([
@@ -84,12 +86,14 @@ def product_switch(room: str, link_id: int) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-async def voice(tmp_path_factory: pytest.TempPathFactory, module_kafka_bootstrap: str) -> AsyncIterator[Voice]:
+async def voice(tmp_path_factory: pytest.TempPathFactory, module_kafka_bootstrap: str,
+                pg_server: str) -> AsyncIterator[Voice]:
     root = tmp_path_factory.mktemp("voice")
     bootstrap = module_kafka_bootstrap
+    dsn = await create_database(pg_server)  # the voice's durable "spoken once" claims
     if True:  # the block below ran inside the broker's context before the broker became session-wide
         settings = Settings(kafka_bootstrap=bootstrap, voice_engine="piper", voice_audio_dir=root / "audio",
-                            voice_grpc_port=0, metrics_port=0)
+                            voice_grpc_port=0, metrics_port=0, postgres_dsn=dsn)
         runtime = build(settings)
         stop = asyncio.Event()
         service = asyncio.create_task(run(runtime, stop))

@@ -3,7 +3,7 @@
 -- component only (charts/livehost: components.<name>.postgresSecretKey). No group may change the
 -- schema: the migrations run as their own job with the owner's DSN (`python -m livehost.db --roles`
 -- applies the migrations, then this file; idempotent; needs a role with CREATEROLE).
--- ingest, policy and voice use no database and get no role.
+-- policy uses no database and gets no role; ingest and voice only take delivery claims.
 REVOKE CREATE ON SCHEMA public FROM PUBLIC;
 
 DO $$
@@ -33,3 +33,16 @@ GRANT INSERT ON trajectories, room_memory TO livehost_trajectories;
 -- harness: the registry workflow
 GRANT INSERT, UPDATE ON harness_versions, harness_proposals, harness_reviews, harness_evaluations,
   harness_activations, harness_targets TO livehost_harness;
+
+-- ingest and voice: only their delivery claims (durable deduplication), nothing else
+DO $$
+DECLARE r text;
+BEGIN
+  FOREACH r IN ARRAY ARRAY['livehost_ingest', 'livehost_voice'] LOOP
+    IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = r) THEN
+      EXECUTE format('CREATE ROLE %I NOLOGIN', r);
+    END IF;
+    EXECUTE format('GRANT USAGE ON SCHEMA public TO %I', r);
+    EXECUTE format('GRANT SELECT, INSERT, UPDATE, DELETE ON delivery_claims TO %I', r);
+  END LOOP;
+END $$;
