@@ -7,7 +7,7 @@ PYTHON      := $(VENV)/bin/python
 LIVEHOST    := $(VENV)/bin/livehost
 STAMP       := $(VENV)/.installed
 
-.PHONY: run test install kafka-lock up down status lint typecheck protos protos-check unit integration e2e bench bench-voice bench-latency bench-reject bench-throughput fuzz clean
+.PHONY: run test install kafka-lock up down status chaos lint typecheck protos protos-check unit integration e2e bench bench-voice bench-latency bench-reject bench-throughput fuzz clean
 
 ## README command 1: install what is missing, start the stack and every service, play the session, stop.
 run: install
@@ -55,6 +55,11 @@ down:
 
 status:
 	$(LIVEHOST) stack status
+
+## The fault suite (not part of `make test`, which runs its short version): one table row per fault.
+## CHAOS_ARGS passes options, e.g. CHAOS_ARGS="--replicas 2" or CHAOS_ARGS="--faults kill:hooks,broker".
+chaos: install
+	$(PYTHON) -m benchmarks.chaos $(CHAOS_ARGS)
 
 lint: install
 	$(VENV)/bin/ruff check livehost services tests scripts benchmarks

@@ -1,0 +1,321 @@
+"""Fault suite (`make chaos`): steady simulated load on a real embedded stack (Apache Kafka with SASL_SSL,
+PostgreSQL, Triton, every service a process under livehost.supervisor), one fault at a time, one table row
+per fault: what was lost, duplicated or cancelled, and how long until the first new reply.
+
+    python -m benchmarks.chaos                       # every fault below, 1 replica + supervisor restart
+    python -m benchmarks.chaos --replicas 2          # the same with 2 replicas per service
+    python -m benchmarks.chaos --faults kill:hooks,broker --phase-s 15   # a subset (the CI version)
+
+Faults: ``kill:<service>`` (SIGKILL of replica 1's process group; the supervisor restarts it with backoff),
+``broker`` (kill -9 of Apache Kafka, restarted 3 s later on the same ports and data), ``none`` (baseline).
+
+Columns: sent = comments published in the phase; outcomes = comments with a terminal reply record (a
+reply, refusal, drop or cancellation); lost = sent − outcomes after the drain; dup speech = requests whose
+speech started more than once on avatar.segments; dup traj = requests with more than one trajectory record
+on agent.trajectories (PostgreSQL has one row per request by its key); miss traj = replies with no
+PostgreSQL trajectory row; dup fx = coupon grants sharing an idempotency key; cancelled % = requests
+cancelled (stale, shed, switched) of all requests; recovery = fault to the first reply of a request created
+after the fault; max s = the slowest request (reply time − first comment time).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import tempfile
+import threading
+import time
+import uuid
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+from aiokafka import AIOKafkaConsumer
+
+from livehost import codec
+from livehost.commerce.store import CommerceStore
+from livehost.config import REPO_ROOT, Settings
+from livehost.db import connect_pool, migrate
+from livehost.kafka import Producer, ensure_topics
+from livehost.sim.generator import generate_cases
+from livehost.stack import kafka
+from livehost.stack.testing import kafka_client, running_broker, running_postgres, running_triton
+from livehost.supervisor import ALL_SERVICES, Supervisor
+from livehost.topics import AVATAR_SEGMENTS, REPLIES, ROOM_EVENTS, TRAJECTORIES
+
+ALL_FAULTS = ("none", *(f"kill:{s}" for s in ALL_SERVICES), "broker")
+
+
+@dataclass
+class Seen:
+    """What the observers saw on the output topics (shared by every phase)."""
+
+    outcome_of_event: dict[str, str] = field(default_factory=dict)  # comment event id -> request id
+    replies: dict[str, dict[str, Any]] = field(default_factory=dict)  # request id -> first reply record
+    reply_at: dict[str, float] = field(default_factory=dict)  # request id -> wall time seen
+    reply_records: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    speech_starts: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    trajectory_records: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+
+
+def _event_ids(state: dict[str, Any]) -> set[str]:
+    ids = {c["event_id"] for c in state.get("comments") or []}
+    for step in state.get("steps") or []:
+        if step.get("kind") == "input":
+            ids |= set(json.loads(step.get("data_json") or "{}").get("event_ids", []))
+    return ids
+
+
+async def observe(settings: Settings, seen: Seen, stop: asyncio.Event) -> None:
+    consumer = AIOKafkaConsumer(REPLIES.name, AVATAR_SEGMENTS.name, TRAJECTORIES.name,
+                                **kafka_client(settings.kafka_bootstrap), group_id=f"chaos-{uuid.uuid4().hex[:8]}",
+                                auto_offset_reset="earliest", isolation_level="read_committed",
+                                fetch_max_wait_ms=50, enable_auto_commit=False)
+    await consumer.start()
+    try:
+        while not stop.is_set():
+            try:
+                batch = await consumer.getmany(timeout_ms=200)
+            except Exception:  # the broker restarts under us: keep polling
+                await asyncio.sleep(0.5)
+                continue
+            now = time.time()
+            for tp, msgs in batch.items():
+                for m in msgs:
+                    if tp.topic == REPLIES.name:
+                        rec = codec.decode(REPLIES.schema, m.value)
+                        rid = rec["state"]["request_id"]
+                        seen.reply_records[rid] += 1
+                        if rid not in seen.replies:
+                            seen.replies[rid] = rec
+                            seen.reply_at[rid] = now
+                        for eid in _event_ids(rec["state"]):
+                            seen.outcome_of_event.setdefault(eid, rid)
+                    elif tp.topic == AVATAR_SEGMENTS.name:
+                        seg = codec.decode(AVATAR_SEGMENTS.schema, m.value)
+                        if seg["seq"] == 0 and not seg["cancel"]:
+                            seen.speech_starts[seg["request_id"]] += 1
+                    else:
+                        traj = codec.decode(TRAJECTORIES.schema, m.value)
+                        seen.trajectory_records[traj["request_id"]] += 1
+    finally:
+        await consumer.stop()
+
+
+@dataclass
+class Stack:
+    settings: Settings
+    env: dict[str, str]
+    broker: Any
+    supervisor: Supervisor
+    rooms: list[dict[str, Any]]
+    comments: dict[str, list[dict[str, Any]]]
+
+
+def make_rooms(n: int) -> tuple[list[dict[str, Any]], dict[str, list[dict[str, Any]]]]:
+    """``n`` rooms with the simulator's catalogs (cycled when it makes fewer), and comment texts per room."""
+    by_room: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for g in generate_cases(seed=11, per_category=3, rooms=20):
+        by_room[g.case["room"]["room_id"]].append(g.case)
+    bases = sorted(by_room)
+    rooms, comments = [], {}
+    for i in range(n):
+        cases = by_room[bases[i % len(bases)]]
+        room_id = f"chaos-r{i:02d}"
+        rooms.append({**cases[0]["room"], "room_id": room_id, "catalog": cases[0]["catalog"]})
+        comments[room_id] = [c for case in cases for c in case["comments"]
+                             if case["room"].get("current_link") == cases[0]["room"].get("current_link")]
+    return rooms, comments
+
+
+async def load(stack: Stack, producer: Producer, tag: str, rate: float, seconds: float,
+               sent: list[tuple[str, float]]) -> None:
+    """``rate`` comments/s round-robin over the rooms for ``seconds`` (sends retried across a broker
+    restart: a comment counts as sent once the broker acknowledged it)."""
+    n = int(rate * seconds)
+    t0 = time.monotonic()
+    for i in range(n):
+        due = t0 + i / rate
+        await asyncio.sleep(max(0.0, due - time.monotonic()))
+        room = stack.rooms[i % len(stack.rooms)]
+        texts = stack.comments[room["room_id"]]
+        c = texts[(i // len(stack.rooms)) % len(texts)]
+        eid = f"{tag}-{i}"
+        record = {"event_id": eid, "room_id": room["room_id"], "type": "comment", "ts_ms": int(time.time() * 1000),
+                  "user_id": c.get("user_id") or f"u-{i}", "text": c["text"], "link_id": None,
+                  "campaign_json": None, "viewer_count": room.get("viewer_count")}
+        for attempt in range(60):
+            try:
+                await producer.send(ROOM_EVENTS, room["room_id"], record)
+                sent.append((eid, time.time()))
+                break
+            except Exception:
+                await asyncio.sleep(0.5 if attempt < 59 else 0)
+
+
+def inject(stack: Stack, fault: str) -> None:
+    if fault == "none":
+        return
+    if fault.startswith("kill:"):
+        proc = stack.supervisor.procs[fault.split(":", 1)[1]]
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        return
+    if fault == "broker":
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(stack.broker.pid, signal.SIGKILL)
+        time.sleep(3.0)
+        stack.broker = kafka.restart(stack.broker)
+        return
+    raise ValueError(f"unknown fault {fault}")
+
+
+async def phase(stack: Stack, seen: Seen, producer: Producer, fault: str, *, rate: float, phase_s: float,
+                fault_at_s: float, drain_s: float) -> dict[str, Any]:
+    tag = f"{fault.replace(':', '-')}-{uuid.uuid4().hex[:4]}"
+    sent: list[tuple[str, float]] = []
+    loader = asyncio.create_task(load(stack, producer, tag, rate, phase_s, sent))
+    await asyncio.sleep(fault_at_s)
+    fault_time = time.time()
+    await asyncio.to_thread(inject, stack, fault)
+    await loader
+    deadline = time.monotonic() + drain_s
+    ids = [e for e, _ in sent]
+    for _ in range(int(drain_s * 2)):
+        if time.monotonic() > deadline or all(e in seen.outcome_of_event for e in ids):
+            break
+        await asyncio.sleep(0.5)
+    await asyncio.sleep(2.0)  # late duplicates and trajectories
+    requests = {seen.outcome_of_event[e] for e in ids if e in seen.outcome_of_event}
+    outcomes = [seen.replies[r]["outcome"] for r in requests]
+    created = {r: int(seen.replies[r]["state"]["created_ms"]) / 1000 for r in requests}
+    after = [seen.reply_at[r] - fault_time for r in requests
+             if created[r] >= fault_time and seen.replies[r]["outcome"] == "reply"]
+    pool = await asyncpg.create_pool(stack.settings.postgres_dsn, min_size=1, max_size=2)
+    try:
+        stored = {r["request_id"] for r in await pool.fetch(
+            "SELECT request_id FROM trajectories WHERE request_id = ANY($1::text[])", list(requests))}
+        dup_fx = await pool.fetchval(
+            "SELECT count(*) FROM (SELECT idempotency_key FROM coupon_grants WHERE idempotency_key IS NOT NULL "
+            "AND room_id LIKE 'chaos-%' GROUP BY 1 HAVING count(*) > 1) d")
+    finally:
+        await pool.close()
+    return {
+        "fault": fault, "sent": len(ids), "outcomes": sum(e in seen.outcome_of_event for e in ids),
+        "lost": sum(e not in seen.outcome_of_event for e in ids),
+        "dup_speech": sum(seen.speech_starts.get(r, 0) > 1 for r in requests),
+        "dup_traj": sum(seen.trajectory_records.get(r, 0) > 1 for r in requests),
+        "miss_traj": len(requests - stored), "dup_fx": int(dup_fx or 0),
+        "cancelled_pct": 100.0 * outcomes.count("cancelled") / max(1, len(outcomes)),
+        "requests": len(requests),
+        "recovery_s": min(after) if after else None,
+        "max_s": max((seen.reply_at[r] - created[r] for r in requests), default=0.0),
+    }
+
+
+def supervise(sup: Supervisor, stop: threading.Event) -> None:
+    while not stop.is_set():
+        with contextlib.suppress(Exception):
+            sup.check_once()
+        time.sleep(0.2)
+
+
+def fmt(row: dict[str, Any]) -> str:
+    rec = f"{row['recovery_s']:.1f}" if row["recovery_s"] is not None else "-"
+    return (f"| {row['fault']} | {row['sent']} | {row['outcomes']} | {row['lost']} | {row['dup_speech']} | "
+            f"{row['dup_traj']} | {row['miss_traj']} | {row['dup_fx']} | {row['cancelled_pct']:.1f} | {rec} | "
+            f"{row['max_s']:.1f} |")
+
+
+HEADER = ("| fault | sent | outcomes | lost | dup speech | dup traj | miss traj | dup fx | cancelled % | "
+          "recovery s | max s |\n|---|---|---|---|---|---|---|---|---|---|---|")
+
+
+async def run(faults: list[str], *, replicas: int, rooms: int, rate: float, phase_s: float, fault_at_s: float,
+              drain_s: float, voice: str, root: Path) -> list[dict[str, Any]]:
+    os.environ["LIVEHOST_STATE_DIR"] = str(root / "state")
+    os.environ.setdefault("LIVEHOST_GRPC_PKI_DIR", str(root / "state" / "pki"))
+    with running_broker(root) as broker, running_postgres(root) as dsn, \
+            running_triton(root, REPO_ROOT / "infra" / "triton" / "models") as triton_url:
+        os.environ.update(kafka.client_security(broker))
+        env = {**kafka.client_security(broker), "LIVEHOST_KAFKA_BOOTSTRAP": kafka.bootstrap(broker),
+               "LIVEHOST_POSTGRES_DSN": dsn, "LIVEHOST_TRITON_URL": triton_url,
+               "LIVEHOST_STATE_DIR": str(root / "state"), "LIVEHOST_VOICE_ENGINE": voice,
+               "LIVEHOST_GRPC_PKI_DIR": os.environ["LIVEHOST_GRPC_PKI_DIR"],
+               **{f"LIVEHOST_{s.upper()}_GRPC_PORT": "0" for s in ALL_SERVICES}}
+        os.environ.update(env)
+        settings = Settings(kafka_bootstrap=env["LIVEHOST_KAFKA_BOOTSTRAP"], postgres_dsn=dsn, triton_url=triton_url)
+        room_list, comments = make_rooms(rooms)
+        pool = await connect_pool(dsn, attempts=10)
+        try:
+            await migrate(pool)
+            await CommerceStore(pool).load_catalog({"rooms": room_list})
+        finally:
+            await pool.close()
+        await ensure_topics(settings)
+        sup = Supervisor(settings, root / "logs", env, replicas=replicas)
+        sup.start()
+        stop_sup = threading.Event()
+        try:
+            await asyncio.to_thread(sup.wait_ready, 240.0)
+            watcher = threading.Thread(target=supervise, args=(sup, stop_sup), daemon=True)
+            watcher.start()
+            stack = Stack(settings, env, broker, sup, room_list, comments)
+            seen = Seen()
+            stop = asyncio.Event()
+            observer = asyncio.create_task(observe(settings, seen, stop))
+            producer = Producer(settings)
+            await producer.start()
+            for room in room_list:  # each room on its product before the load starts
+                await producer.send(ROOM_EVENTS, room["room_id"], {
+                    "event_id": f"switch-{room['room_id']}", "room_id": room["room_id"], "type": "product_switch",
+                    "ts_ms": int(time.time() * 1000), "user_id": None, "text": None,
+                    "link_id": room.get("current_link"), "campaign_json": None, "viewer_count": None})
+            rows = []
+            print(HEADER, flush=True)
+            try:
+                for fault in faults:
+                    row = await phase(stack, seen, producer, fault, rate=rate, phase_s=phase_s,
+                                      fault_at_s=fault_at_s, drain_s=drain_s)
+                    rows.append(row)
+                    print(fmt(row), flush=True)
+                    await asyncio.to_thread(sup.wait_ready, 120.0)  # every process back before the next fault
+            finally:
+                stop.set()
+                await producer.stop()
+                await observer
+            return rows
+        finally:
+            stop_sup.set()
+            sup.stop()
+            with contextlib.suppress(Exception):
+                kafka.stop(stack.broker if "stack" in locals() else broker)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--faults", default=",".join(ALL_FAULTS))
+    parser.add_argument("--replicas", type=int, default=1)
+    parser.add_argument("--rooms", type=int, default=20)
+    parser.add_argument("--rate", type=float, default=10.0, help="comments per second")
+    parser.add_argument("--phase-s", type=float, default=20.0)
+    parser.add_argument("--fault-at-s", type=float, default=6.0)
+    parser.add_argument("--drain-s", type=float, default=45.0)
+    parser.add_argument("--voice", default="espeak", help="espeak or text")
+    args = parser.parse_args()
+    root = Path(tempfile.mkdtemp(prefix="livehost-chaos-"))
+    print(f"chaos: {args.rooms} rooms, {args.rate:g} comments/s, {args.replicas} replica(s), voice {args.voice}; "
+          f"work dir {root}", flush=True)
+    asyncio.run(run([f for f in args.faults.split(",") if f], replicas=args.replicas, rooms=args.rooms,
+                    rate=args.rate, phase_s=args.phase_s, fault_at_s=args.fault_at_s, drain_s=args.drain_s,
+                    voice=args.voice, root=root))
+
+
+if __name__ == "__main__":
+    main()
