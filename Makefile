@@ -7,7 +7,7 @@ PYTHON      := $(VENV)/bin/python
 LIVEHOST    := $(VENV)/bin/livehost
 STAMP       := $(VENV)/.installed
 
-.PHONY: run test install kafka-lock up down status chaos lint typecheck protos protos-check unit integration e2e bench bench-voice bench-latency bench-reject bench-throughput fuzz clean
+.PHONY: run test install kafka-lock up down status chaos lint typecheck protos protos-check unit integration e2e bench bench-voice bench-latency bench-reject bench-throughput bench-kafka-txn fuzz clean
 
 ## README command 1: install what is missing, start the stack and every service, play the session, stop.
 run: install
@@ -114,12 +114,16 @@ fuzz: install
 	LIVEHOST_FUZZ_EXAMPLES=250 $(VENV)/bin/pytest -q tests/fuzz -p no:cacheprovider
 
 ## Benchmarks print figures; they are not part of `make test`.
-bench: bench-voice bench-latency bench-reject bench-throughput
+bench: bench-voice bench-latency bench-reject bench-throughput bench-kafka-txn
 
 bench-reject: install
 	$(PYTHON) benchmarks/bench_reject.py
 
 ## Stepped-rate load on every service as a process, the bare-Kafka floor, the TTS table (~10 min).
+## One consume-process-produce hop at-least-once vs in Kafka transactions (README "Delivery guarantees").
+bench-kafka-txn: install
+	$(PYTHON) benchmarks/bench_kafka_txn.py
+
 bench-throughput: install
 	$(PYTHON) benchmarks/bench_throughput.py --transactions both
 
