@@ -30,12 +30,14 @@ import argparse
 import asyncio
 import json
 import os
+import signal
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 import uuid
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -143,6 +145,8 @@ class Collector:
                     if step is None or state["request_id"] in step.outcomes:
                         continue
                     step.outcomes[state["request_id"]] = reply
+                    if reply["outcome"] != "reply":
+                        continue  # the floor copies what a served request costs
                     kinds = [s["kind"] for s in state["steps"]]
                     self.sizes.append(len(rec.value))
                     # Kafka records of this request: comment, requests, prompts, actions, tool calls/results, reply
@@ -264,12 +268,16 @@ async def run_steps(settings: Settings, rooms: list[str], rates: list[int], seco
             rows.append(row)
             print(f"  {rate}/s: sent {step.sent}, outcomes {len(step.outcomes)} {row['outcomes']}, "
                   f"p95 {row['p95']:.2f}s, load {load_avg()}", flush=True)
+            reasons = Counter((r.get("reason") or "")[:60] for r in step.outcomes.values()
+                              if r["outcome"] == "cancelled")
+            if reasons:
+                print(f"    cancelled because: {reasons.most_common(3)}", flush=True)
             await asyncio.sleep(3)
     finally:
         await producer.stop()
         await collector.stop()
     if collector.sizes:
-        print(f"  reply record size mean {statistics.fmean(collector.sizes):.0f} B, "
+        print(f"  served reply record size mean {statistics.fmean(collector.sizes):.0f} B, "
               f"Kafka hops per request mean {statistics.fmean(collector.hops):.1f}")
     rows_meta = {"size": int(statistics.fmean(collector.sizes)) if collector.sizes else 1500,
                  "hops": round(statistics.fmean(collector.hops)) if collector.hops else 8}
@@ -280,14 +288,14 @@ async def run_steps(settings: Settings, rooms: list[str], rates: list[int], seco
 
 # ---------------------------------------------------------------------------------------------- floor
 
-def floor_topics(hops: int) -> list[Topic]:
-    return [Topic(f"bench.floor.{i}", key="room_id", partitions=4, schema=REQUESTS.schema, doc="floor hop")
+def floor_topics(hops: int, label: str) -> list[Topic]:
+    return [Topic(f"bench.floor.{label}.{i}", key="room_id", partitions=4, schema=REQUESTS.schema, doc="floor hop")
             for i in range(hops)]
 
 
-def floor_stage(bootstrap: str, index: int, hops: int) -> None:
+def floor_stage(bootstrap: str, index: int, hops: int, label: str) -> None:
     """One pass-through process: consume hop ``index``, decode, encode, produce to ``index + 1``."""
-    hop_topics = floor_topics(hops)
+    hop_topics = floor_topics(hops, label)
     topics.ALL_TOPICS = (*topics.ALL_TOPICS, *hop_topics)  # type: ignore[assignment]
     settings = Settings(kafka_bootstrap=bootstrap)
 
@@ -299,21 +307,22 @@ def floor_stage(bootstrap: str, index: int, hops: int) -> None:
         async def handler(topic: Topic, record: dict[str, Any], rec: Any) -> None:
             await producer.send(out, rec.key.decode(), record)
 
-        await ConsumerLoop(settings, f"{FLOOR_GROUP}-{index}", [hop_topics[index]], handler, producer,
+        await ConsumerLoop(settings, f"{FLOOR_GROUP}-{label}-{index}", [hop_topics[index]], handler, producer,
                            transactional=True).run()
 
     asyncio.run(main())
 
 
 def floor_run(settings: Settings, hops: int, size: int, rates: list[int], seconds: float,
-              env: dict[str, str], log_dir: Path) -> list[dict[str, Any]]:
-    hop_topics = floor_topics(hops + 1)
+              env: dict[str, str], log_dir: Path, label: str) -> list[dict[str, Any]]:
+    hop_topics = floor_topics(hops + 1, label)
     asyncio.run(ensure_topics(settings, hop_topics))
     procs = []
     for i in range(hops):
         with open(log_dir / f"floor-{i}.log", "wb") as log:
             procs.append(subprocess.Popen([sys.executable, __file__, "--floor-stage", str(i), "--floor-hops",
-                                           str(hops + 1), "--bootstrap", settings.kafka_bootstrap],
+                                           str(hops + 1), "--bootstrap", settings.kafka_bootstrap,
+                                           "--floor-label", label],
                                           env={**os.environ, **env}, stdout=log, stderr=subprocess.STDOUT))
     try:
         return asyncio.run(floor_drive(settings, hop_topics, size, rates, seconds, [p.pid for p in procs]))
@@ -333,66 +342,65 @@ async def floor_drive(settings: Settings, hop_topics: list[Topic], size: int, ra
                      "text": "how much is link 3?", "ts_ms": 0}], room={}, ttl_ms=10_000, time_budget_ms=10_000)
     pad = max(0, size - len(codec.encode(REQUESTS.schema, {"state": base})))
     template = {"state": {**base, "room_json": json.dumps({"pad": "x" * pad})}}
-    if True:
-        schema = hop_topics[0].schema
-        consumer = AIOKafkaConsumer(hop_topics[-1].name, **consumer_options(settings),
-                                    group_id=f"floor-sink-{uuid.uuid4().hex[:6]}", auto_offset_reset="earliest")
-        await consumer.start()
-        producer = AIOKafkaProducer(**client_options(settings), acks="all", linger_ms=1)
-        await producer.start()
-        got: dict[str, float] = {}
+    schema = hop_topics[0].schema
+    consumer = AIOKafkaConsumer(hop_topics[-1].name, **consumer_options(settings),
+                                group_id=f"floor-sink-{uuid.uuid4().hex[:6]}", auto_offset_reset="earliest")
+    await consumer.start()
+    producer = AIOKafkaProducer(**client_options(settings), acks="all", linger_ms=1)
+    await producer.start()
+    got: dict[str, float] = {}
 
-        async def sink() -> None:
-            while True:
-                for records in (await consumer.getmany(timeout_ms=200)).values():
-                    for rec in records:
-                        st = codec.decode(schema, rec.value)["state"]
-                        got[st["request_id"]] = (now_ms() - st["created_ms"]) / 1000
+    async def sink() -> None:
+        while True:
+            for records in (await consumer.getmany(timeout_ms=200)).values():
+                for rec in records:
+                    st = codec.decode(schema, rec.value)["state"]
+                    got[st["request_id"]] = (now_ms() - st["created_ms"]) / 1000
 
-        task = asyncio.create_task(sink())
-        # warm up: every stage joined its group and passes records
-        warm = 0
-        while not any(k.startswith("warm") for k in got) and warm < 600:
-            st = {**template["state"], "request_id": f"warm-{warm}", "room_id": "r0", "created_ms": now_ms()}
-            await producer.send_and_wait(hop_topics[0].name, key=b"r0", value=codec.encode(schema, {"state": st}),
-                                         headers=[(codec.SCHEMA_HEADER, schema.encode())])
-            warm += 1
-            await asyncio.sleep(0.5)
-        rows = []
-        cpu_pids = {"floor": pids}
-        for rate in rates:
-            prefix = uuid.uuid4().hex[:6]
-            before = sum(cpu_seconds(p) for p in cpu_pids["floor"])
-            t0 = time.monotonic()
-            n = 0
-            pending = []
-            while (due := t0 + n / rate) < t0 + seconds:
-                delay = due - time.monotonic()
-                if delay > 0:
-                    await asyncio.sleep(delay)
-                room = f"r{n % 100}"
-                st = {**template["state"], "request_id": f"{prefix}-{n}", "room_id": room, "created_ms": now_ms()}
-                pending.append(await producer.send(hop_topics[0].name, key=room.encode(),
-                                                   value=codec.encode(schema, {"state": st}),
-                                                   headers=[(codec.SCHEMA_HEADER, schema.encode())]))
-                n += 1
-            await asyncio.gather(*pending)
-            deadline = time.monotonic() + 15
-            while time.monotonic() < deadline and sum(1 for k in got if k.startswith(prefix)) < n:  # noqa: ASYNC110
-                await asyncio.sleep(0.25)
-            lat = [v for k, v in got.items() if k.startswith(prefix)]
-            cpu = sum(cpu_seconds(p) for p in cpu_pids["floor"]) - before
-            within = sum(1 for v in lat if v <= 1.5)
-            row = {"offered": rate, "delivered_s": within / seconds, "p50": pct(lat, .5), "p95": pct(lat, .95),
-                   "cpu_ms_per_req": 1000 * cpu / max(1, len(lat)), "lost": n - len(lat)}
-            rows.append(row)
-            print(f"  floor {rate}/s: {len(lat)}/{n} delivered, {within} within 1.5 s, p95 {row['p95']:.2f}s, "
-                  f"load {load_avg()}", flush=True)
-            await asyncio.sleep(2)
-        task.cancel()
-        await consumer.stop()
-        await producer.stop()
-        return rows
+    task = asyncio.create_task(sink())
+    # warm up: every stage joined its group and passes records
+    warm = 0
+    while not any(k.startswith("warm") for k in got) and warm < 600:
+        st = {**template["state"], "request_id": f"warm-{warm}", "room_id": "r0", "created_ms": now_ms()}
+        await producer.send_and_wait(hop_topics[0].name, key=b"r0", value=codec.encode(schema, {"state": st}),
+                                     headers=[(codec.SCHEMA_HEADER, schema.encode())])
+        warm += 1
+        await asyncio.sleep(0.5)
+    rows = []
+    cpu_pids = {"floor": pids}
+    for rate in rates:
+        prefix = uuid.uuid4().hex[:6]
+        before = sum(cpu_seconds(p) for p in cpu_pids["floor"])
+        t0 = time.monotonic()
+        n = 0
+        pending = []
+        while (due := t0 + n / rate) < t0 + seconds:
+            delay = due - time.monotonic()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            room = f"r{n % 100}"
+            st = {**template["state"], "request_id": f"{prefix}-{n}", "room_id": room, "created_ms": now_ms()}
+            pending.append(await producer.send(hop_topics[0].name, key=room.encode(),
+                                               value=codec.encode(schema, {"state": st}),
+                                               headers=[(codec.SCHEMA_HEADER, schema.encode())]))
+            n += 1
+        await asyncio.gather(*pending)
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline and sum(1 for k in got if k.startswith(prefix)) < n:  # noqa: ASYNC110
+            await asyncio.sleep(0.25)
+        lat = [v for k, v in got.items() if k.startswith(prefix)]
+        cpu = sum(cpu_seconds(p) for p in cpu_pids["floor"]) - before
+        within = sum(1 for v in lat if v <= 1.5)
+        row = {"offered": rate, "delivered_s": within / seconds, "p50": pct(lat, .5), "p95": pct(lat, .95),
+               "cpu_ms_per_req": 1000 * cpu / max(1, len(lat)), "lost": n - len(lat)}
+        rows.append(row)
+        print(f"  floor {rate}/s: {len(lat)}/{n} delivered, {within} within 1.5 s, p95 {row['p95']:.2f}s, "
+              f"load {load_avg()}", flush=True)
+        await asyncio.sleep(2)
+    task.cancel()
+    await consumer.stop()
+    await producer.stop()
+    return rows
 
 
 # ---------------------------------------------------------------------------------------------- stack
@@ -423,13 +431,12 @@ def run_livehost(root: Path, base_env: dict[str, str], bootstrap: str, broker_pi
                  label: str, txn: bool) -> list[dict[str, Any]]:
     env = {**base_env, "LIVEHOST_KAFKA_TRANSACTIONS": "true" if txn else "false",
            "LIVEHOST_STATE_DIR": str(root / f"state-{label}")}
-    settings = Settings(kafka_bootstrap=bootstrap, postgres_dsn=env["LIVEHOST_POSTGRES_DSN"],
-                        triton_url=env["LIVEHOST_TRITON_URL"], kafka_transactions=txn)
+    old = dict(os.environ)
+    os.environ.update(env)
+    settings = Settings()  # from the environment: free gRPC ports (0), this run's broker and database
     from livehost.stack.testing import reset_topics
     reset_topics(bootstrap)
     rooms = asyncio.run(prepare(settings, max(args.rates)))
-    old = dict(os.environ)
-    os.environ.update(env)
     sups = [Supervisor(settings, root / f"logs-{label}", env)]
     for r in range(1, args.replicas):
         sups.append(Supervisor(settings, root / f"logs-{label}-r{r}", {**env, "LIVEHOST_REPLICA_ID": f"r{r}"},
@@ -443,7 +450,7 @@ def run_livehost(root: Path, base_env: dict[str, str], bootstrap: str, broker_pi
         for sup in sups:
             for name, proc in sup.procs.items():
                 procs.setdefault(name, []).append(proc.pid)
-        triton = pids_matching("tritonserver")
+        triton = pids_matching("tritonserver")[:1]
         if triton:
             procs["triton"] = triton
         time.sleep(3)
@@ -474,20 +481,25 @@ def tts_table() -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--rates", default="25,50,100,150")
+    ap.add_argument("--rates", default="25,50,100,200")
     ap.add_argument("--step-s", type=float, default=20.0)
     ap.add_argument("--replicas", type=int, default=1)
     ap.add_argument("--transactions", default="true", help="true, false or both")
-    ap.add_argument("--floor-rates", default="100,200,400")
+    ap.add_argument("--floor-rates", default="25,50,100,200")
     ap.add_argument("--skip-floor", action="store_true")
     ap.add_argument("--skip-tts", action="store_true")
     ap.add_argument("--floor-stage", type=int, default=-1, help=argparse.SUPPRESS)
     ap.add_argument("--floor-hops", type=int, default=0, help=argparse.SUPPRESS)
     ap.add_argument("--bootstrap", default="", help=argparse.SUPPRESS)
+    ap.add_argument("--floor-label", default="", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.floor_stage >= 0:
-        floor_stage(args.bootstrap, args.floor_stage, args.floor_hops)
+        floor_stage(args.bootstrap, args.floor_stage, args.floor_hops, args.floor_label)
         return
+    def interrupted(*_: Any) -> None:
+        raise KeyboardInterrupt  # SIGTERM too stops every process this benchmark started
+
+    signal.signal(signal.SIGTERM, interrupted)
     args.rates = [int(x) for x in args.rates.split(",")]
     print(f"# bench_throughput: {os.cpu_count()} cores, load average at start {load_avg()}, "
           f"rates {args.rates}, {args.step_s:.0f} s per rate, replicas {args.replicas}", flush=True)
@@ -510,27 +522,30 @@ def main() -> None:
                 results[label] = run_livehost(root, base_env, bootstrap, broker.pid, args, label, txn)
                 print_table(f"LiveHost, transactions {'on' if txn else 'off'}, replicas {args.replicas}",
                             results[label])
-            first = next(iter(results.values()))
-            for label, rows in results.items():
-                print(f"\nLiveHost capacity ({label}): {capacity(rows):.1f} requests/s")
-            if not args.skip_floor:
-                hops, size = first[0]["hops"], first[0]["size"]
+            floors: dict[str, float] = {}
+            for (label, rows), txn in zip(results.items(), arms, strict=True):
+                if args.skip_floor:
+                    break
+                hops, size = rows[0]["hops"], rows[0]["size"]
                 settings = Settings(kafka_bootstrap=bootstrap)
-                print(f"\n# Floor: {hops} pass-through ConsumerLoop processes, {size} B records", flush=True)
-                floor = floor_run(settings, hops, size, [int(x) for x in args.floor_rates.split(",")],
-                                              args.step_s, {"LIVEHOST_KAFKA_TRANSACTIONS":
-                                                            "true" if arms[0] else "false"}, root)
-                print(f"\n## Bare-Kafka floor ({hops} hops, transactions {'on' if arms[0] else 'off'})\n")
+                print(f"\n# Floor ({label}): {hops} pass-through ConsumerLoop processes, {size} B records",
+                      flush=True)
+                floor = floor_run(settings, hops, size, [int(x) for x in args.floor_rates.split(",")], args.step_s,
+                                  {"LIVEHOST_KAFKA_TRANSACTIONS": "true" if txn else "false"}, root, label)
+                print(f"\n## Bare-Kafka floor ({hops} hops, transactions {'on' if txn else 'off'})\n")
                 print("| offered/s | delivered ≤1.5 s /s | p50 s | p95 s | CPU ms/request (all hops) |")
                 print("|---|---|---|---|---|")
                 for r in floor:
                     print(f"| {r['offered']} | {r['delivered_s']:.1f} | {r['p50']:.3f} | {r['p95']:.3f} | "
                           f"{r['cpu_ms_per_req']:.1f} |")
-                floor_cap = max((r["delivered_s"] for r in floor if r["delivered_s"] >= 0.95 * r["offered"]),
-                                default=max(r["delivered_s"] for r in floor))
-                cap = capacity(first)
-                print(f"\nFloor capacity ≥ {floor_cap:.0f} requests/s; LiveHost {cap:.1f}/s; "
-                      f"ratio {cap / max(1e-9, floor_cap):.2f}")
+                floors[label] = max((r["delivered_s"] for r in floor if r["delivered_s"] >= 0.95 * r["offered"]),
+                                    default=max(r["delivered_s"] for r in floor))
+            print("\n## Capacity (completed ≥ 95% of offered, ≤ 1% cancelled or shed)\n")
+            print("| arm | LiveHost requests/s | floor requests/s | ratio |")
+            print("|---|---|---|---|")
+            for label, rows in results.items():
+                cap, fl = capacity(rows), floors.get(label, float("nan"))
+                print(f"| {label} | {cap:.1f} | {fl:.0f} | {cap / fl if fl else float('nan'):.2f} |")
     if not args.skip_tts:
         sys.path.insert(0, str(Path(__file__).resolve().parent))
         tts_table()

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, cast
 
 import faust
@@ -38,6 +40,8 @@ from livehost.topics import (
 )
 from services.hooks import settings as hooks_settings
 from services.hooks.handlers import SHED, Assigner, Handled, HooksHandler
+
+log = logging.getLogger(__name__)
 
 Sender = Callable[[Topic, str, dict[str, Any]], Awaitable[None]]
 ProviderFactory = Callable[[Settings], Awaitable[HarnessProvider]]
@@ -118,16 +122,33 @@ def build(settings: Settings | None = None, *, sender: Sender | None = None,
                                            signer=Signer.from_pki(pki_dir(settings), "hooks"))
         return holder["h"]
 
-    async def emit(done: Handled) -> list[dict[str, Any]]:
-        if sender is None:  # enqueue every record, then wait for all acknowledgements at once
-            await asyncio.gather(*[await send_nowait(topics[e.topic.name], e.topic, e.key, e.record)
-                                   for e in done.emits])
-        else:
-            for e in done.emits:
-                await out(e.topic, e.key, e.record)
+    def ack_when_delivered(tokens: list[Any], delivered: asyncio.Future[Any]) -> None:
+        if delivered.cancelled() or delivered.exception() is not None:
+            # never acknowledged: the worker stops, and its successor re-reads the source events
+            exc = delivered.exception() if not delivered.cancelled() else asyncio.CancelledError()
+            log.error("hooks: records not delivered (%r); stopping the worker", exc)
+            asyncio.ensure_future(app.crash(cast(BaseException, exc)))
+            return
+        for token in tokens:
+            token.ack()
+
+    async def emit(done: Handled, wait: bool = True) -> list[dict[str, Any]]:
+        """Send the records, then acknowledge their source events. ``wait=False``: return as soon as
+        they are enqueued, and acknowledge when the broker has them (Faust commits offsets only up to
+        the oldest unacknowledged event), so the agent takes its next event meanwhile."""
         for e in done.emits:
             if e.topic is REPLIES:
                 observe_outcome(e.record)
+        if sender is None:  # enqueue every record, then wait for all acknowledgements at once
+            delivered = asyncio.gather(*[await send_nowait(topics[e.topic.name], e.topic, e.key, e.record)
+                                         for e in done.emits])
+            if not wait:
+                delivered.add_done_callback(partial(ack_when_delivered, list(done.tokens)))
+                return _emitted(done)
+            await delivered
+        else:
+            for e in done.emits:
+                await out(e.topic, e.key, e.record)
         for token in done.tokens:
             token.ack()
         return _emitted(done)
@@ -176,11 +197,13 @@ def build(settings: Settings | None = None, *, sender: Sender | None = None,
 
     @app.agent(topics[ACTIONS.name])
     async def actions(stream: Any) -> Any:
-        async for event in stream.events():
+        # An action is acknowledged once the records it led to were delivered (emit, wait=False).
+        async for event in stream.noack().events():
             try:
                 record = codec.decode(ACTIONS.schema, event.value)
             except codec.DecodeError as exc:
                 await to_dead_letter(ACTIONS, event, f"decode: {exc}")
+                event.ack()
                 yield [{"topic": DEAD_LETTER.name, "key": ACTIONS.name, "record": None}]
                 continue
             h = await handler()
@@ -188,9 +211,11 @@ def build(settings: Settings | None = None, *, sender: Sender | None = None,
                 done = await h.on_action(record, clock())
             except Exception as exc:  # a poison action must not stop the room
                 await to_dead_letter(ACTIONS, event, f"handler: {exc!r}")
+                event.ack()
                 yield [{"topic": DEAD_LETTER.name, "key": ACTIONS.name, "record": None}]
                 continue
-            yield await emit(done)
+            done.tokens.append(event)
+            yield await emit(done, wait=False)
 
     return HooksApp(app=app, room_events=room_events, actions=actions, flush=flush, handler=handler, rooms=rooms)
 
