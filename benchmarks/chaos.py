@@ -7,7 +7,8 @@ per fault: what was lost, duplicated or cancelled, and how long until the first 
     python -m benchmarks.chaos --faults kill:hooks,broker --phase-s 15   # a subset (the CI version)
 
 Faults: ``kill:<service>`` (SIGKILL of replica 1's process group; the supervisor restarts it with backoff),
-``broker`` (kill -9 of Apache Kafka, restarted 3 s later on the same ports and data), ``none`` (baseline).
+``broker`` (kill -9 of Apache Kafka, restarted 3 s later on the same ports and data), ``poison`` (poison
+records on every consumed topic), ``none`` (baseline).
 
 Columns: sent = comments published in the phase; outcomes = comments with a terminal reply record (a
 reply, refusal, drop or cancellation); lost = sent − outcomes after the drain; dup speech = requests whose
@@ -15,7 +16,9 @@ speech started more than once on avatar.segments; dup traj = requests with more 
 on agent.trajectories (PostgreSQL has one row per request by its key); miss traj = replies with no
 PostgreSQL trajectory row; dup fx = coupon grants sharing an idempotency key; cancelled % = requests
 cancelled (stale, shed, switched) of all requests; recovery = fault to the first reply of a request created
-after the fault; max s = the slowest request (reply time − first comment time).
+after the fault; max s = the slowest request (reply time − first comment time); dead-lettered = records
+the services sent to the dead-letter topic during the phase (``poison`` sends 18: two on each of 8 topics,
+a 600 KB campaign_json and a path-like event id).
 """
 
 from __future__ import annotations
@@ -47,9 +50,21 @@ from livehost.sim.generator import generate_cases
 from livehost.stack import kafka
 from livehost.stack.testing import kafka_client, running_broker, running_postgres, running_triton
 from livehost.supervisor import ALL_SERVICES, Supervisor
-from livehost.topics import AVATAR_SEGMENTS, REPLIES, ROOM_EVENTS, TRAJECTORIES
+from livehost.topics import (
+    ACTIONS,
+    AVATAR_SEGMENTS,
+    DEAD_LETTER,
+    PROMPTS,
+    REPLIES,
+    REQUESTS,
+    ROOM_EVENTS,
+    TOOL_CALLS,
+    TOOL_RESULTS,
+    TRAJECTORIES,
+)
 
-ALL_FAULTS = ("none", *(f"kill:{s}" for s in ALL_SERVICES), "broker")
+ALL_FAULTS = ("none", *(f"kill:{s}" for s in ALL_SERVICES), "broker", "poison")
+POISONED = (ROOM_EVENTS, REQUESTS, PROMPTS, ACTIONS, TOOL_CALLS, TOOL_RESULTS, REPLIES, TRAJECTORIES)
 
 
 @dataclass
@@ -62,6 +77,7 @@ class Seen:
     reply_records: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     speech_starts: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     trajectory_records: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    dead_letters: dict[str, int] = field(default_factory=lambda: defaultdict(int))  # source topic -> records
 
 
 def _event_ids(state: dict[str, Any]) -> set[str]:
@@ -73,7 +89,7 @@ def _event_ids(state: dict[str, Any]) -> set[str]:
 
 
 async def observe(settings: Settings, seen: Seen, stop: asyncio.Event) -> None:
-    consumer = AIOKafkaConsumer(REPLIES.name, AVATAR_SEGMENTS.name, TRAJECTORIES.name,
+    consumer = AIOKafkaConsumer(REPLIES.name, AVATAR_SEGMENTS.name, TRAJECTORIES.name, DEAD_LETTER.name,
                                 **kafka_client(settings.kafka_bootstrap), group_id=f"chaos-{uuid.uuid4().hex[:8]}",
                                 auto_offset_reset="earliest", isolation_level="read_committed",
                                 fetch_max_wait_ms=50, enable_auto_commit=False)
@@ -88,24 +104,32 @@ async def observe(settings: Settings, seen: Seen, stop: asyncio.Event) -> None:
             now = time.time()
             for tp, msgs in batch.items():
                 for m in msgs:
-                    if tp.topic == REPLIES.name:
-                        rec = codec.decode(REPLIES.schema, m.value)
-                        rid = rec["state"]["request_id"]
-                        seen.reply_records[rid] += 1
-                        if rid not in seen.replies:
-                            seen.replies[rid] = rec
-                            seen.reply_at[rid] = now
-                        for eid in _event_ids(rec["state"]):
-                            seen.outcome_of_event.setdefault(eid, rid)
-                    elif tp.topic == AVATAR_SEGMENTS.name:
-                        seg = codec.decode(AVATAR_SEGMENTS.schema, m.value)
-                        if seg["seq"] == 0 and not seg["cancel"]:
-                            seen.speech_starts[seg["request_id"]] += 1
-                    else:
-                        traj = codec.decode(TRAJECTORIES.schema, m.value)
-                        seen.trajectory_records[traj["request_id"]] += 1
+                    try:
+                        _observe_one(seen, tp.topic, m.value, now)
+                    except Exception:  # a poison record on an observed topic is not an observation
+                        continue
     finally:
         await consumer.stop()
+
+
+def _observe_one(seen: Seen, topic: str, value: bytes, now: float) -> None:
+    if topic == DEAD_LETTER.name:
+        seen.dead_letters[codec.decode(DEAD_LETTER.schema, value)["source_topic"]] += 1
+    elif topic == REPLIES.name:
+        rec = codec.decode(REPLIES.schema, value)
+        rid = rec["state"]["request_id"]
+        seen.reply_records[rid] += 1
+        if rid not in seen.replies:
+            seen.replies[rid] = rec
+            seen.reply_at[rid] = now
+        for eid in _event_ids(rec["state"]):
+            seen.outcome_of_event.setdefault(eid, rid)
+    elif topic == AVATAR_SEGMENTS.name:
+        seg = codec.decode(AVATAR_SEGMENTS.schema, value)
+        if seg["seq"] == 0 and not seg["cancel"]:
+            seen.speech_starts[seg["request_id"]] += 1
+    else:
+        seen.trajectory_records[codec.decode(TRAJECTORIES.schema, value)["request_id"]] += 1
 
 
 @dataclass
@@ -159,6 +183,25 @@ async def load(stack: Stack, producer: Producer, tag: str, rate: float, seconds:
                 await asyncio.sleep(0.5 if attempt < 59 else 0)
 
 
+async def poison(producer: Producer, room_id: str) -> int:
+    """Poison records on every consumed topic, keyed by a live room: undecodable bytes and a record of
+    another schema; on the room-events topic also a 600 KB campaign_json (under the broker's 1 MB limit,
+    over the room's entry limit) and an event whose id is not an id."""
+    sample = {"event_id": "poison-1", "room_id": room_id, "type": "comment", "ts_ms": int(time.time() * 1000),
+              "user_id": "u-poison", "text": "hello", "link_id": None, "campaign_json": None, "viewer_count": None}
+    other = codec.encode(ROOM_EVENTS.schema, sample)
+    n = 0
+    for topic in POISONED:
+        await producer.send_raw(topic.name, room_id.encode(), b"\x00\xffnot avro at all")
+        # a record of another schema (on room events: a truncated one)
+        await producer.send_raw(topic.name, room_id.encode(), other if topic is not ROOM_EVENTS else other[:5])
+        n += 2
+    await producer.send(ROOM_EVENTS, room_id, {**sample, "event_id": "poison-big", "type": "campaign_change",
+                                               "text": None, "campaign_json": json.dumps({"x": "y" * 600_000})})
+    await producer.send(ROOM_EVENTS, room_id, {**sample, "event_id": "../../etc/passwd"})
+    return n + 2
+
+
 def inject(stack: Stack, fault: str) -> None:
     if fault == "none":
         return
@@ -183,7 +226,11 @@ async def phase(stack: Stack, seen: Seen, producer: Producer, fault: str, *, rat
     loader = asyncio.create_task(load(stack, producer, tag, rate, phase_s, sent))
     await asyncio.sleep(fault_at_s)
     fault_time = time.time()
-    await asyncio.to_thread(inject, stack, fault)
+    dead_before = sum(seen.dead_letters.values())
+    if fault == "poison":
+        await poison(producer, stack.rooms[0]["room_id"])
+    else:
+        await asyncio.to_thread(inject, stack, fault)
     await loader
     deadline = time.monotonic() + drain_s
     ids = [e for e, _ in sent]
@@ -216,6 +263,7 @@ async def phase(stack: Stack, seen: Seen, producer: Producer, fault: str, *, rat
         "requests": len(requests),
         "recovery_s": min(after) if after else None,
         "max_s": max((seen.reply_at[r] - created[r] for r in requests), default=0.0),
+        "dead_lettered": sum(seen.dead_letters.values()) - dead_before,
     }
 
 
@@ -230,11 +278,11 @@ def fmt(row: dict[str, Any]) -> str:
     rec = f"{row['recovery_s']:.1f}" if row["recovery_s"] is not None else "-"
     return (f"| {row['fault']} | {row['sent']} | {row['outcomes']} | {row['lost']} | {row['dup_speech']} | "
             f"{row['dup_traj']} | {row['miss_traj']} | {row['dup_fx']} | {row['cancelled_pct']:.1f} | {rec} | "
-            f"{row['max_s']:.1f} |")
+            f"{row['max_s']:.1f} | {row['dead_lettered']} |")
 
 
 HEADER = ("| fault | sent | outcomes | lost | dup speech | dup traj | miss traj | dup fx | cancelled % | "
-          "recovery s | max s |\n|---|---|---|---|---|---|---|---|---|---|---|")
+          "recovery s | max s | dead-lettered |\n|---|---|---|---|---|---|---|---|---|---|---|---|")
 
 
 async def run(faults: list[str], *, replicas: int, rooms: int, rate: float, phase_s: float, fault_at_s: float,
@@ -299,6 +347,9 @@ async def run(faults: list[str], *, replicas: int, rooms: int, rate: float, phas
 
 
 def main() -> None:
+    import logging
+
+    logging.getLogger("aiokafka").setLevel(logging.CRITICAL)  # the broker fault floods it with retries
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--faults", default=",".join(ALL_FAULTS))
     parser.add_argument("--replicas", type=int, default=1)
