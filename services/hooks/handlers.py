@@ -48,13 +48,13 @@ from livehost.react.loop import after_react_action
 from livehost.security.attest import Signer
 from livehost.security.ids import check_state_ids
 from livehost.topics import REPLIES, REQUESTS, TOOL_CALLS, Topic
+from services.hooks.settings import MAX_IN_FLIGHT
 
 log = logging.getLogger(__name__)
 
 QUEUE_LIMIT = 8  # queued requests per room (besides the one in flight)
 ABANDON_GRACE_MS = 5_000  # an in-flight request this long past its deadline with no outcome frees its room
 _ABANDONED_MEMORY = 4096
-MAX_IN_FLIGHT = 48  # requests in flight over all rooms of this worker before new ones are shed
 SERVICE_EWMA_ALPHA = 0.2  # weight of the newest release-to-outcome time in the service-time estimate
 SERVICE_MIN_SAMPLES = 3  # finished requests before the estimate is trusted
 SHED = "shed: "  # the reason prefix of requests refused at admission (outcome ``cancelled``)
