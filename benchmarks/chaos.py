@@ -7,7 +7,9 @@ per fault: what was lost, duplicated or cancelled, and how long until the first 
     python -m benchmarks.chaos --faults kill:hooks,broker --phase-s 15   # a subset (the CI version)
 
 Faults: ``kill:<service>`` (SIGKILL of replica 1's process group; the supervisor restarts it with backoff),
-``broker`` (kill -9 of Apache Kafka, restarted 3 s later on the same ports and data), ``poison`` (poison
+``broker`` (kill -9 of Apache Kafka, restarted 3 s later on the same ports and data), ``postgres``
+(SIGKILL of the postmaster, started again 2 s later on the same data and port: crash recovery),
+``triton`` (SIGKILL of Triton's process group, started again on the same ports), ``poison`` (poison
 records on every consumed topic), ``none`` (baseline).
 
 Columns: sent = comments published in the phase; outcomes = comments with a terminal reply record (a
@@ -47,8 +49,8 @@ from livehost.config import REPO_ROOT, Settings
 from livehost.db import connect_pool, migrate
 from livehost.kafka import Producer, ensure_topics
 from livehost.sim.generator import generate_cases
-from livehost.stack import kafka
-from livehost.stack.testing import kafka_client, running_broker, running_postgres, running_triton
+from livehost.stack import kafka, postgres, triton
+from livehost.stack.testing import kafka_client, running_broker
 from livehost.supervisor import ALL_SERVICES, Supervisor
 from livehost.topics import (
     ACTIONS,
@@ -63,7 +65,7 @@ from livehost.topics import (
     TRAJECTORIES,
 )
 
-ALL_FAULTS = ("none", *(f"kill:{s}" for s in ALL_SERVICES), "broker", "poison")
+ALL_FAULTS = ("none", *(f"kill:{s}" for s in ALL_SERVICES), "broker", "postgres", "triton", "poison")
 POISONED = (ROOM_EVENTS, REQUESTS, PROMPTS, ACTIONS, TOOL_CALLS, TOOL_RESULTS, REPLIES, TRAJECTORIES)
 
 
@@ -138,6 +140,8 @@ class Stack:
     env: dict[str, str]
     broker: Any
     supervisor: Supervisor
+    postgres: Any
+    triton: Any
     rooms: list[dict[str, Any]]
     comments: dict[str, list[dict[str, Any]]]
 
@@ -209,6 +213,24 @@ def inject(stack: Stack, fault: str) -> None:
         proc = stack.supervisor.procs[fault.split(":", 1)[1]]
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
+        return
+    if fault == "postgres":  # a crash (SIGKILL of the postmaster), then a start on the same data and port
+        rec = stack.postgres
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(rec.pid, signal.SIGKILL)
+        time.sleep(2.0)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(rec.pid, signal.SIGKILL)
+        stack.postgres = postgres.start(Path(rec.workdir), port=rec.ports["postgres"])
+        return
+    if fault == "triton":
+        rec = stack.triton
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(rec.pid, signal.SIGKILL)
+        time.sleep(2.0)
+        stack.triton = triton.start(Path(rec.workdir), REPO_ROOT / "infra" / "triton" / "models",
+                                    grpc_port=rec.ports["grpc"], http_port=rec.ports["http"],
+                                    metrics_port=rec.ports["metrics"], timeout=120.0)
         return
     if fault == "broker":
         with contextlib.suppress(ProcessLookupError):
@@ -289,8 +311,21 @@ async def run(faults: list[str], *, replicas: int, rooms: int, rate: float, phas
               drain_s: float, voice: str, root: Path) -> list[dict[str, Any]]:
     os.environ["LIVEHOST_STATE_DIR"] = str(root / "state")
     os.environ.setdefault("LIVEHOST_GRPC_PKI_DIR", str(root / "state" / "pki"))
-    with running_broker(root) as broker, running_postgres(root) as dsn, \
-            running_triton(root, REPO_ROOT / "infra" / "triton" / "models") as triton_url:
+    holder: dict[str, Any] = {"postgres": postgres.start(root / "postgres")}
+    try:
+        holder["triton"] = triton.start(root / "triton", REPO_ROOT / "infra" / "triton" / "models", timeout=120.0)
+        return await _run_on(faults, replicas=replicas, rooms=rooms, rate=rate, phase_s=phase_s,
+                             fault_at_s=fault_at_s, drain_s=drain_s, voice=voice, root=root, holder=holder)
+    finally:
+        if "triton" in holder:
+            triton.stop(holder["triton"])
+        postgres.stop(holder["postgres"])
+
+
+async def _run_on(faults: list[str], *, replicas: int, rooms: int, rate: float, phase_s: float, fault_at_s: float,
+                  drain_s: float, voice: str, root: Path, holder: dict[str, Any]) -> list[dict[str, Any]]:
+    dsn, triton_url = postgres.dsn(holder["postgres"]), triton.grpc_url(holder["triton"])
+    with running_broker(root) as broker:
         os.environ.update(kafka.client_security(broker))
         env = {**kafka.client_security(broker), "LIVEHOST_KAFKA_BOOTSTRAP": kafka.bootstrap(broker),
                "LIVEHOST_POSTGRES_DSN": dsn, "LIVEHOST_TRITON_URL": triton_url,
@@ -314,7 +349,7 @@ async def run(faults: list[str], *, replicas: int, rooms: int, rate: float, phas
             await asyncio.to_thread(sup.wait_ready, 240.0)
             watcher = threading.Thread(target=supervise, args=(sup, stop_sup), daemon=True)
             watcher.start()
-            stack = Stack(settings, env, broker, sup, room_list, comments)
+            stack = Stack(settings, env, broker, sup, holder["postgres"], holder["triton"], room_list, comments)
             seen = Seen()
             stop = asyncio.Event()
             observer = asyncio.create_task(observe(settings, seen, stop))
@@ -329,8 +364,11 @@ async def run(faults: list[str], *, replicas: int, rooms: int, rate: float, phas
             print(HEADER, flush=True)
             try:
                 for fault in faults:
-                    row = await phase(stack, seen, producer, fault, rate=rate, phase_s=phase_s,
-                                      fault_at_s=fault_at_s, drain_s=drain_s)
+                    try:
+                        row = await phase(stack, seen, producer, fault, rate=rate, phase_s=phase_s,
+                                          fault_at_s=fault_at_s, drain_s=drain_s)
+                    finally:
+                        holder.update(postgres=stack.postgres, triton=stack.triton)  # restarted ones get stopped
                     rows.append(row)
                     print(fmt(row), flush=True)
                     await asyncio.to_thread(sup.wait_ready, 120.0)  # every process back before the next fault
