@@ -18,6 +18,8 @@ HOOK_VERDICTS = Counter("livehost_hook_verdicts_total", "Hook verdicts by hook k
 # hooks processor's rooms, its measured service time, requests shed at admission, and consumer lag.
 IN_FLIGHT = Gauge("livehost_requests_in_flight", "Requests released to the agent loop and not finished yet "
                   "(per hooks worker).")
+IN_FLIGHT_LIMIT = Gauge("livehost_requests_in_flight_limit", "The admission control's adaptive in-flight limit "
+                        "(per hooks worker).")
 QUEUE_DEPTH = Gauge("livehost_room_queue_depth", "Merged requests waiting in room queues (per hooks worker).")
 SERVICE_SECONDS = Gauge("livehost_request_service_seconds", "Moving average of release-to-outcome time, the "
                         "admission control's service-time estimate.")

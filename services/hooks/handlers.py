@@ -9,9 +9,11 @@ flight; newly merged requests wait in a bounded queue ordered by priority (quest
 intent before chit-chat), then age. The handler emits every terminal outcome itself (``on_action``,
 input rejections, cancellations), so it knows when a room frees up and releases the next request.
 Overload is shed at admission, before any prompt, policy or tool work (``_admit``): a merged
-request is cancelled with a reason starting ``shed:`` when the whole system already has
-``max_in_flight`` requests in flight, or when the room's queue ahead of it, at the measured service
-time per request (a moving average of release-to-outcome), cannot finish within its time budget. A
+request is cancelled with a reason starting ``shed:`` when the worker already has its in-flight
+limit of requests in flight (adaptive, at most ``max_in_flight``: it shrinks while requests take
+more than half their budget from release to outcome, and grows back while they are faster), or
+when the room's queue ahead of it, at the measured service time per request (a moving average of
+release-to-outcome), cannot finish within its time budget. A
 request released from a room queue is shed the same way when its remaining budget is shorter than
 the service time. So under overload requests are refused cheaply instead of expiring mid-flight.
 Stale work is dropped, never queued forever: a queued request past its deadline is cancelled
@@ -57,6 +59,13 @@ ABANDON_GRACE_MS = 5_000  # an in-flight request this long past its deadline wit
 _ABANDONED_MEMORY = 4096
 SERVICE_EWMA_ALPHA = 0.2  # weight of the newest release-to-outcome time in the service-time estimate
 SERVICE_MIN_SAMPLES = 3  # finished requests before the estimate is trusted
+# The in-flight limit adapts between MIN_IN_FLIGHT and max_in_flight: a request that took longer
+# than TARGET_SHARE of its time budget from release to outcome shrinks it by DECREASE; a faster one
+# grows it by 1/limit (additive increase, multiplicative decrease), so queueing in the pipeline stays
+# well inside the budget whatever the machine's speed.
+MIN_IN_FLIGHT = 4
+TARGET_SHARE = 0.5
+DECREASE = 0.9
 SHED = "shed: "  # the reason prefix of requests refused at admission (outcome ``cancelled``)
 
 _URGENT = re.compile(r"\?|\b(how much|price|buy|order|cart|checkout|stock|left|size|coupon)\b", re.I)
@@ -159,6 +168,7 @@ class HooksHandler:
         self.queue_limit = max(0, queue_limit)
         self.abandon_grace_ms = abandon_grace_ms
         self.max_in_flight = max(1, max_in_flight)
+        self.limit = float(self.max_in_flight)  # the adaptive in-flight limit
         self.service_ms = 0.0  # moving average of release-to-outcome time (0: nothing measured yet)
         self.service_samples = 0
         self.in_flight_count = 0
@@ -220,7 +230,7 @@ class HooksHandler:
         """Why a new request is shed before any work (None: admit it). Cheap: counters only."""
         sched = self.schedules.get(state["room_id"])
         busy = sched is not None and sched.in_flight is not None
-        if not busy and self.in_flight_count >= self.max_in_flight:
+        if not busy and self.in_flight_count >= int(self.limit):
             return f"{SHED}system overloaded ({self.in_flight_count} requests in flight)"
         ahead = (1 if busy else 0) + (len(sched.queue) if sched is not None else 0)
         remaining = int(state["deadline_ms"]) - now_ms
@@ -283,6 +293,11 @@ class HooksHandler:
             self.service_ms = took if not self.service_samples else \
                 (1 - SERVICE_EWMA_ALPHA) * self.service_ms + SERVICE_EWMA_ALPHA * took
             self.service_samples += 1
+            budget = int(sched.in_flight["deadline_ms"]) - int(sched.in_flight["created_ms"])
+            if took > TARGET_SHARE * budget:
+                self.limit = max(min(MIN_IN_FLIGHT, self.max_in_flight), self.limit * DECREASE)
+            else:
+                self.limit = min(self.max_in_flight, self.limit + 1 / self.limit)
             self._release(room_id, now_ms, done)
 
     def room_state(self, room_id: str) -> dict[str, Any]:

@@ -74,3 +74,19 @@ async def test_a_room_queue_that_cannot_finish_within_the_budget_is_shed() -> No
     (shed,) = of(await burst(h, t1 + 200, ["room-0"], "d"), REPLIES.name)  # 2 ahead: 9 s does not
     assert shed["outcome"] == "cancelled" and shed["reason"].startswith(SHED + "room queue (2 ahead")
     assert second["request_id"] == h.in_flight("room-0")
+
+
+async def test_the_in_flight_limit_shrinks_while_requests_are_slow_and_grows_back() -> None:
+    h = handler(max_in_flight=8)
+    budget = min(10_000, HARNESS.limits.time_budget_ms)
+    for n in range(6):  # slow: each took more than half its budget from release to outcome
+        at = T0 + 20_000 * n
+        (state,) = [r["state"] for r in of(await burst(h, at, ["room-0"], f"s{n}"), REQUESTS.name)]
+        await h.on_action(no_reply(state), at + WINDOW + budget // 2 + 500)
+    slow_limit = h.limit
+    assert 4 <= slow_limit < 8 * 0.9 ** 5 + 1e-9
+    for n in range(30):  # fast again
+        at = T0 + 200_000 + 2_000 * n
+        (state,) = [r["state"] for r in of(await burst(h, at, ["room-0"], f"f{n}"), REQUESTS.name)]
+        await h.on_action(no_reply(state), at + WINDOW + 100)
+    assert slow_limit < h.limit <= 8
