@@ -358,7 +358,17 @@ class ConsumerLoop:
                             consumer.seek(tp, records[0].offset)
                         await asyncio.sleep(self.settings.connect_backoff_initial_s)
                         continue
-                    await consumer.commit()
+                    try:
+                        await consumer.commit()
+                    except KafkaError as exc:
+                        # The group rebalanced (e.g. after a broker restart) and these partitions may be
+                        # another member's now: their records are redelivered to whoever owns them, and
+                        # every handler is idempotent. Never a reason to stop the service.
+                        if self._stop.is_set():
+                            raise
+                        log.warning("commit of %s failed (%s: %s); the batch will be redelivered", self.group_id,
+                                    type(exc).__name__, exc)
+                        metrics.RECORDS.labels(self.group_id, "*", "commit_failed").inc()
                 else:
                     await self._handle_in_transaction(consumer, txn, batches)
         finally:

@@ -171,8 +171,18 @@ async def test_broker_kill_and_restart_loses_and_duplicates_nothing(system: Syst
     finally:
         await producer.stop()
     deadline = time.monotonic() + 60
-    done = False
-    while time.monotonic() < deadline and not done:
-        done = any(event_id in event_ids_of(r) for r in await read_topic(system, REPLIES, ("room-a",)))
+    after: dict[str, Any] | None = None
+    while time.monotonic() < deadline and after is None:
+        after = next((r for r in await read_topic(system, REPLIES, ("room-a",)) if event_id in event_ids_of(r)), None)
         await asyncio.sleep(0.5)
-    assert done, "no outcome for a comment sent after the restart"
+    assert after is not None, "no outcome for a comment sent after the restart"
+    if after["outcome"] == "reply":  # and it is spoken: the voice service came through the restart too
+        spoken_after = False
+        while time.monotonic() < deadline and not spoken_after:
+            spoken_after = any(s["request_id"] == after["state"]["request_id"] and not s["cancel"]
+                               for s in await read_topic(system, AVATAR_SEGMENTS, ("room-a",)))
+            await asyncio.sleep(0.5)
+        assert spoken_after, "the reply after the restart was never spoken"
+    # No service gave up on the broker: every process the test system started still runs.
+    dead = [name for name, proc in system.supervisor.procs.items() if not pid_alive(proc.pid)]
+    assert not dead, f"services that exited after the broker restart: {dead}"
