@@ -125,6 +125,14 @@ class Harness(_Strict):
         copy._version = None  # an updated copy has other content
         return copy
 
+    def __eq__(self, other: object) -> bool:
+        # Content equality: the cached version (a private attribute) must not make equal harnesses differ.
+        if not isinstance(other, Harness):
+            return NotImplemented
+        return self.__dict__ == other.__dict__
+
+    __hash__ = BaseModel.__hash__  # frozen: hashed by its fields, as before
+
     def version(self) -> str:
         """Content address: sha256 of the canonical JSON bundle (first 16 hex digits)."""
         if self._version is None:
