@@ -249,6 +249,7 @@ async def phase(stack: Stack, seen: Seen, producer: Producer, fault: str, *, rat
     await asyncio.sleep(fault_at_s)
     fault_time = time.time()
     dead_before = sum(seen.dead_letters.values())
+    dead_by_topic_before = dict(seen.dead_letters)
     if fault == "poison":
         await poison(producer, stack.rooms[0]["room_id"])
     else:
@@ -286,7 +287,24 @@ async def phase(stack: Stack, seen: Seen, producer: Producer, fault: str, *, rat
         "recovery_s": min(after) if after else None,
         "max_s": max((seen.reply_at[r] - created[r] for r in requests), default=0.0),
         "dead_lettered": sum(seen.dead_letters.values()) - dead_before,
+        "ids": ids, "late": 0,
+        "dead_by_topic": {t: n - dead_by_topic_before.get(t, 0) for t, n in seen.dead_letters.items()
+                          if n > dead_by_topic_before.get(t, 0)},
     }
+
+
+async def settle(seen: Seen, rows: list[dict[str, Any]], wait_s: float) -> None:
+    """Give comments without an outcome a last ``wait_s`` after the last phase; then count them as lost
+    (no outcome ever) or late (an outcome after their phase's drain)."""
+    for _ in range(int(wait_s * 2)):
+        if all(e in seen.outcome_of_event for row in rows for e in row["ids"]):
+            break
+        await asyncio.sleep(0.5)
+    for row in rows:
+        missing = sum(e not in seen.outcome_of_event for e in row["ids"])
+        row["late"] = row["lost"] - missing
+        row["lost"] = missing
+        row["outcomes"] = row["sent"] - missing
 
 
 def supervise(sup: Supervisor, stop: threading.Event) -> None:
@@ -370,8 +388,16 @@ async def _run_on(faults: list[str], *, replicas: int, rooms: int, rate: float, 
                     finally:
                         holder.update(postgres=stack.postgres, triton=stack.triton)  # restarted ones get stopped
                     rows.append(row)
+                    if row["dead_by_topic"]:
+                        print(f"  dead-lettered by source topic: {row['dead_by_topic']}", flush=True)
                     print(fmt(row), flush=True)
                     await asyncio.to_thread(sup.wait_ready, 120.0)  # every process back before the next fault
+                await settle(seen, rows, drain_s)
+                print("\nfinal (lost = no outcome by the end of the run; late = got it after its phase's drain):",
+                      flush=True)
+                print(HEADER, flush=True)
+                for row in rows:
+                    print(fmt(row) + (f" late {row['late']}" if row["late"] else ""), flush=True)
             finally:
                 stop.set()
                 await producer.stop()
