@@ -59,6 +59,9 @@ class PromptHandler:
             "text": rendered.text,
             "total_tokens": rendered.total_tokens,
             "sections": [s.__dict__ for s in rendered.sections],
-            "evidence": {"product": rendered.context.get("product"), "faq": rendered.context.get("faq")},
+            # what the prompt showed and a reply may state: the product, the FAQ and the room's lineup
+            # (link numbers and titles of the alternatives to a sold-out product)
+            "evidence": {"product": rendered.context.get("product"), "faq": rendered.context.get("faq"),
+                         "lineup": (rendered.context.get("room") or {}).get("lineup") or []},
         }, duration_ms=(time.perf_counter() - started) * 1000)
         return {"state": state, "text": rendered.text, "context_json": json.dumps(rendered.context, default=str)}
