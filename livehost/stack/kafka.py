@@ -257,7 +257,10 @@ def _format_storage(java: str, libs: Path, workdir: Path, config: Path, heap_mb:
         # A Kafka cluster id is a base64url UUID without padding (what `random-uuid` prints).
         import base64
 
-        id_file.write_text(base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=") + "\n")
+        cluster_id = "-"
+        while cluster_id.startswith("-"):  # as Kafka's Uuid.randomUuid: a leading '-' reads as an option
+            cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        id_file.write_text(cluster_id + "\n")
     argv = [java, *_jvm_args(workdir, min(heap_mb, 256)), "-cp", f"{libs}/*", "kafka.tools.StorageTool",
             "format", "-t", id_file.read_text().strip(), "-c", str(config), "--ignore-formatted"]
     if secure:
