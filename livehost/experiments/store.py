@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime
 from typing import Any
 
@@ -130,29 +130,41 @@ class ExperimentStore:
 
     async def expose(self, name: str, user_id: str, *, room_id: str | None = None, at: datetime | None = None,
                      experiment: Experiment | None = None) -> Exposure | None:
-        """The user's arm (logged once as an exposure); None when the experiment is not running."""
+        """The user's arm (logged once as an exposure); None when the experiment is not running at ``at``.
+
+        ``experiment`` (a caller's cached definition) saves reading the arms, but the status is always
+        read live in the same query as the exposure: a stopped experiment stops routing viewers at once,
+        also viewers it had already exposed, whatever the caller cached."""
         exp = experiment or await self.get(name)
         at = at or datetime.now(UTC)
-        existing = await self._exposure(exp, user_id)
-        if existing is not None:
-            return existing
-        if not exp.running_at(at):
-            return None
-        arm, b = exp.assign(user_id)
         row = await self.pool.fetchrow(
+            "SELECT x.status, x.start_at, x.stop_at, e.arm, e.bucket, e.exposed_at FROM experiments x "
+            "LEFT JOIN experiment_exposures e ON e.experiment = x.name AND e.user_id = $2 WHERE x.name = $1",
+            exp.name, user_id)
+        if row is None:
+            return None
+        live = replace(exp, status=row["status"], start_at=row["start_at"], stop_at=row["stop_at"])
+        if not live.running_at(at):
+            return None
+        if row["arm"] is not None:
+            return self._existing(exp, user_id, row)
+        arm, b = exp.assign(user_id)
+        inserted = await self.pool.fetchrow(
             "INSERT INTO experiment_exposures(experiment, user_id, arm, bucket, room_id, exposed_at) "
             "VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (experiment, user_id) DO NOTHING RETURNING exposed_at",
             exp.name, user_id, arm.name, b, room_id, at)
-        if row is None:  # a concurrent caller logged it first
+        if inserted is None:  # a concurrent caller logged it first
             return await self._exposure(exp, user_id)
-        return Exposure(exp.name, user_id, arm.name, arm.harness_version, b, row["exposed_at"], True)
+        return Exposure(exp.name, user_id, arm.name, arm.harness_version, b, inserted["exposed_at"], True)
 
     async def _exposure(self, exp: Experiment, user_id: str) -> Exposure | None:
         row = await self.pool.fetchrow(
             "SELECT arm, bucket, exposed_at FROM experiment_exposures WHERE experiment = $1 AND user_id = $2",
             exp.name, user_id)
-        if row is None:
-            return None
+        return None if row is None else self._existing(exp, user_id, row)
+
+    @staticmethod
+    def _existing(exp: Experiment, user_id: str, row: Any) -> Exposure:
         version = next(a.harness_version for a in exp.arms if a.name == row["arm"])
         return Exposure(exp.name, user_id, row["arm"], version, row["bucket"], row["exposed_at"], False)
 

@@ -40,11 +40,13 @@ async def test_renamed_harness_runs_end_to_end(system: System) -> None:
         assert reply is not None and reply["outcome"] == "reply", reply
         assert "299" in reply["text"]
         assert reply["state"]["harness_version"] == renamed.version()
+        # an experiment another test stopped routes nobody (its ReAct arm would load no skill)
+        assert not str(reply["state"].get("policy") or "").startswith("react:"), reply["state"].get("policy")
         steps = reply["state"]["steps"]
         called = {json.loads(s["data_json"])["tool"] for s in steps if s["kind"] == "tool_call"}
         loaded = {s["name"] for s in steps if s["kind"] == "skill_load"}
         assert called and called <= set(renaming.tools.values())
-        assert loaded and loaded <= set(renaming.skills.values())
+        assert loaded and loaded <= set(renaming.skills.values()), [(s["kind"], s["name"]) for s in steps]
         args = [json.loads(s["data_json"])["arguments"] for s in steps if s["kind"] == "tool_call"]
         new_arg_names = {a for m in renaming.arguments.values() for a in m.values()}
         assert all(set(a) <= new_arg_names for a in args)

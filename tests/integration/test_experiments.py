@@ -87,8 +87,12 @@ async def test_definition_exposure_outcomes_and_analysis(dsn: str, store: Experi
                                                                           else 0)
     await store.record_outcomes(events)
     await store.record_outcomes(events[:100])  # redelivery is harmless
+    cached = await store.get("ab1")
+    assert cached.status == "running"
     stopped = await store.stop("ab1", at=start + timedelta(days=10))
     assert stopped.status == "stopped"
+    # a stopped experiment routes nobody at once, not even a viewer it had exposed, whatever a caller cached
+    assert await store.expose("ab1", "u-1", at=start + timedelta(hours=6), experiment=cached) is None
 
     exp2, data = await store.load("ab1")
     assert data.user_arm.size == len(exposures) + 1
