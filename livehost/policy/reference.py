@@ -424,10 +424,21 @@ def _key_has(key: str, *needles: str) -> bool:
 # --------------------------------------------------------------------------- the policy
 
 
+# intents that ask nothing of the catalog: a merged comment with only these is not answered on its own
+_DEICTIC_RE = re.compile(r"\b(this|these)\b")
+_SOCIAL_INTENTS = ("chit_chat", "off_topic")
+_HARMFUL_INTENTS = ("injection", "abuse", "refusal")
+
+
 class _Decider:
-    def __init__(self, ctx: dict[str, Any]):
+    def __init__(self, ctx: dict[str, Any], state: State | None = None, referent: int | None = None):
+        """``state`` and ``referent`` are given to the part of a merged request that answers one comment:
+        the transcript read once by the whole request, and the link that the same viewer's earlier
+        comment named (what "it" means in their next comment)."""
         self.ctx = ctx
-        self.st = _read_transcript(ctx)
+        self.st = state if state is not None else _read_transcript(ctx)
+        self.referent = referent
+        self.explicit = False  # sentences name the product rather than say "it" (a merged request's part)
         comments = ctx.get("comments") or []
         merged = ctx.get("merged_text") or " ".join(str(c.get("text", "")) for c in comments if isinstance(c, dict))
         self.text = str(merged).strip()
@@ -445,6 +456,43 @@ class _Decider:
         self.fact_queries: list[str] = []  # comments of a merged request that ask about the product's facts
         self.intents = self._intents()
         self.asked_attrs = self._asked_attributes()
+        self.parts = self._parts() if state is None else []
+
+    def _parts(self) -> list[_Decider]:
+        """A merged request of several questions is answered comment by comment: each comment finds its
+        own product (a link, a name, or "it": the product its viewer named just before, else the one on
+        screen) and its own facts, so no question is answered about another comment's product. Empty
+        when fewer than two comments ask something of the catalog (the merged text is read as one)."""
+        comments = [c for c in self.ctx.get("comments") or [] if isinstance(c, dict) and str(c.get("text", "")).strip()]
+        if len(comments) < 2 or set(self.intents) & set(_HARMFUL_INTENTS):
+            return []
+        parts: list[tuple[str, int | None, _Decider]] = []
+        for c in comments:
+            sub = dict(self.ctx)
+            sub["comments"] = [c]
+            sub["merged_text"] = str(c.get("text", ""))
+            part = _Decider(sub, state=self.st)
+            if not part.intents or all(i in _SOCIAL_INTENTS for i in part.intents):
+                continue
+            if set(part.intents) & set(_HARMFUL_INTENTS):
+                return []
+            own = part.links[-1] if part.links else (part.named_target()[0] if part.named else None)
+            parts.append((str(c.get("user_id", "")), own, part))
+        if len(parts) < 2:
+            return []
+        # a comment that names no product is about the one its viewer named in the same burst (the
+        # closest earlier comment, else a later one), else the product on screen; "this" points at the
+        # screen
+        for i, (user, own, part) in enumerate(parts):
+            if own is None and not _DEICTIC_RE.search(normalize(part.text)):
+                before = [o for u, o, _ in parts[:i] if u == user and o is not None]
+                after = [o for u, o, _ in parts[i + 1:] if u == user and o is not None]
+                part.referent = before[-1] if before else (after[0] if after else None)
+        # answers about different products name their product, so none is taken for another's
+        if len({p.link for _, _, p in parts}) > 1:
+            for _, _, part in parts:
+                part.explicit = True
+        return [p for _, _, p in parts]
 
     # ---- reading the comment
     def _links(self) -> list[int]:
@@ -501,7 +549,8 @@ class _Decider:
         named = [f"link {int(x['link_id'])}, the {x['title']}" if x.get("title") else f"link {int(x['link_id'])}"
                  for x in others[:2]]
         verb = "is" if len(named) == 1 else "are"
-        return [(f"{' and '.join(named)[0].upper() + ' and '.join(named)[1:]} {verb} still available!", True, 0)]
+        # a suggestion, less than an answer: in a merged reply the answers are kept first
+        return [(f"{' and '.join(named)[0].upper() + ' and '.join(named)[1:]} {verb} still available!", True, 1)]
 
     def _named_words(self) -> list[str]:
         """Content words of a comment without a link number that the current product does not have."""
@@ -622,6 +671,8 @@ class _Decider:
         found, _ = self.named_target()
         if found is not None:
             return found
+        if self.referent is not None:
+            return self.referent
         cur = self.room.get("current_link")
         if isinstance(cur, int):
             return cur
@@ -665,8 +716,8 @@ class _Decider:
                 not (self._attribute_words() - {"size"}):
             names.remove("attribute")
         # a dynamic attribute: the viewer names one of the product's attribute keys
-        if "attribute" not in names and self.product:
-            for key in (self.product.get("attributes") or {}):
+        if "attribute" not in names:
+            for key in self._known_attribute_keys():
                 if stems(str(key)) - set(_UNIT_SUFFIX) & self.text_stems:
                     names.append("attribute")
                     break
@@ -679,6 +730,20 @@ class _Decider:
         if names == ["chit_chat"] and self._looks_like_question() and re.search(r"\b(this|it|link)\b", low):
             names.append("general")
         return names
+
+    def _known_attribute_keys(self) -> list[str]:
+        """Attribute keys of the product on screen and of the linked products already looked up (a
+        later turn knows "organic" is a key of link 4 once its data came back)."""
+        keys = [str(k) for k in ((self.product or {}).get("attributes") or {})]
+        for call in self.st.calls:
+            if not call.ok:
+                continue
+            for d in _iter_dicts(call.result):
+                link = next((d[k] for k in d if _key_has(k, "link") and _is_num(d[k])), None)
+                attrs = next((d[k] for k in d if _key_has(k, "attribute") and isinstance(d[k], dict)), None)
+                if attrs and link in self.links:
+                    keys += [str(k) for k in attrs if str(k) not in keys]
+        return keys
 
     def _screen(self) -> str | None:
         """injection / abuse / refusal (compliance) from the trained screening classifier; a hit of the
@@ -861,6 +926,15 @@ class _Decider:
         return tool
 
     def planned_calls(self) -> list[tuple[str, str, dict[str, Any]]]:
+        if self.parts:  # a merged request: each comment's calls, in the order the comments came
+            merged: list[tuple[str, str, dict[str, Any]]] = []
+            keys: set[str] = set()
+            for part in self.parts:
+                for part_need, name, part_args in part.planned_calls():
+                    if _call_key(name, part_args) not in keys:
+                        keys.add(_call_key(name, part_args))
+                        merged.append((part_need, name, part_args))
+            return merged
         plan: list[tuple[str, str, dict[str, Any]]] = []
         seen: set[str] = set()
         for need in self.needs():
@@ -1131,8 +1205,22 @@ class _Decider:
         return nums
 
     def compose(self) -> str:
+        if self.parts:
+            return self._fit(self._merged_sentences(), by_priority=True)
         sentences = self._sentences()
         return self._fit(sentences)
+
+    def _merged_sentences(self) -> list[tuple[str, bool, int]]:
+        """Each comment's answer in turn; one invitation to buy at most, at the end."""
+        out: list[tuple[str, bool, int]] = []
+        cta: tuple[str, bool, int] | None = None
+        for part in self.parts:
+            for sentence in part._sentences():
+                if sentence[2] >= 3:
+                    cta = sentence
+                elif sentence[0] not in [s for s, _, _ in out]:
+                    out.append(sentence)
+        return out + ([cta] if cta else [])
 
     def _sentences(self) -> list[tuple[str, bool, int]]:
         """(sentence, grounded-by-data, priority) in the order they should be said."""
@@ -1188,7 +1276,7 @@ class _Decider:
                     if lk is not None:
                         out.append(self._price_sentence(facts, link))
                     out.append(self._price_sentence(pf, lk if lk is not None else link))
-                option = self.option_answer(facts, "It") if intent == "general" else None
+                option = self.option_answer(facts, self.subject(facts)) if intent == "general" else None
                 if option:
                     out.append((option, True, 0))
                 elif intent == "general" and facts:
@@ -1202,7 +1290,7 @@ class _Decider:
                         if not found and len(words(self.text)) >= 5:  # a real question nothing answers
                             out.append(("Let me check that detail for you.", False, 0))
             elif intent == "attribute":
-                option = self.option_answer(facts, "It")
+                option = self.option_answer(facts, self.subject(facts))
                 found = [] if option else self.retrieve(facts)
                 if option:
                     out.append((option, True, 0))
@@ -1220,8 +1308,9 @@ class _Decider:
                     sold_out = True
                     out.append((self.sold_out_sentence(link, title), True, 0))
                     out.extend(self.alternatives(link))
-                elif units is not None and units > 0 and self.named_target()[0] is not None and title:
-                    out.append((f"Good news: {units} of {the_item} on link {link} left in stock!", True, 0))
+                elif units is not None and units > 0 and (self.named_target()[0] is not None or self.explicit) \
+                        and title:
+                    out.append((f"Good news: {the_item} on link {link} has {units} left in stock!", True, 0))
                 elif units is not None and units > 0:
                     out.append((f"Good news: {units} left in stock!", True, 0))
                 elif s_out is False:
@@ -1303,10 +1392,15 @@ class _Decider:
     def fact_pool(self, facts: dict[str, Any] | None) -> list[Fact]:
         pool: list[Fact] = []
         if facts:
-            pool += attribute_facts("It", facts.get("attributes") or {})
+            pool += attribute_facts(self.subject(facts), facts.get("attributes") or {})
         pool += faq_facts(self.faq_entries())
         pool += campaign_facts(self.room.get("campaign"))
         return pool
+
+    def subject(self, facts: dict[str, Any] | None) -> str:
+        """How a sentence names the product: "It", or its title when the reply is about several."""
+        title = (facts or {}).get("title")
+        return f"The {title}" if self.explicit and title else "It"
 
     def option_answer(self, facts: dict[str, Any] | None, subject: str) -> str | None:
         """A viewer asks for an option the product's option lists do not have ("does it come in X?"
@@ -1381,7 +1475,10 @@ class _Decider:
             verb = f"works {works.group(1)}" if value else f"does not work {works.group(1)}"
             return f"{'Yes' if value else 'No'}, {the_item} {verb} {label}."
         subject = the_item[0].upper() + the_item[1:]
-        return _attribute_sentence(subject, str(key), value)
+        # the catalog's own phrasing of a key ("has a laptop sleeve", "is dishwasher safe")
+        fact = next(iter(attribute_facts(subject, {key: value})), None)
+        return fact.sentence if fact is not None and fact.kind == "attribute" else \
+            _attribute_sentence(subject, str(key), value)
 
     @staticmethod
     def _subject(said: list[tuple[str, bool, int]], title: str | None) -> str:
@@ -1458,7 +1555,7 @@ class _Decider:
             out.append((_attribute_sentence(subject, str(key), attrs[key]), True, 0))
         return out
 
-    def _fit(self, sentences: list[tuple[str, bool, int]]) -> str:
+    def _fit(self, sentences: list[tuple[str, bool, int]], by_priority: bool = False) -> str:
         max_chars = int(self.rules.get("max_reply_chars") or 280)
         banned = [str(b).lower() for b in self.rules.get("banned_phrases") or []]
         claims = [str(c).lower() for c in self.rules.get("claims_requiring_evidence") or []]
@@ -1483,6 +1580,16 @@ class _Decider:
             if (sentence, prio) not in kept:
                 kept.append((sentence, prio))
         text = ""
+        if by_priority:
+            # several answers compete for the length limit: the most important ones are kept, and said
+            # in their own order
+            chosen: set[int] = set()
+            used = -1
+            for i in sorted(range(len(kept)), key=lambda i: kept[i][1]):
+                if used + 1 + len(kept[i][0]) <= max_chars:
+                    chosen.add(i)
+                    used += 1 + len(kept[i][0])
+            kept = [k for i, k in enumerate(kept) if i in chosen]
         for sentence, _prio in kept:
             candidate = f"{text} {sentence}".strip()
             if len(candidate) <= max_chars:

@@ -82,6 +82,8 @@ def _adjective(label: str) -> bool:
 def attribute_facts(subject: str, attributes: dict[str, Any]) -> list[Fact]:
     """``subject`` is how the sentence names the product ("It", "The Alpine shell jacket")."""
     out: list[Fact] = []
+    # the subject after "Yes, " / "No, ": "it", "the Alpine shell jacket"
+    inner = subject[0].lower() + subject[1:] if subject in ("It",) or subject.startswith("The ") else subject
     for key, value in attributes.items():
         label, unit = humanise_key(key)
         if not label:
@@ -101,11 +103,9 @@ def attribute_facts(subject: str, attributes: dict[str, Any]) -> list[Fact]:
             out.append(Fact("attribute", key, f"{label} {shown}", sentence, value=value))
         elif isinstance(value, bool):
             if _adjective(label):
-                sentence = f"Yes, {subject.lower() if subject == 'It' else subject} is {label}." if value else \
-                    f"No, {subject.lower() if subject == 'It' else subject} is not {label}."
+                sentence = f"Yes, {inner} is {label}." if value else f"No, {inner} is not {label}."
             else:
-                sentence = f"Yes, {subject.lower() if subject == 'It' else subject} has {label}." if value else \
-                    f"No, {subject.lower() if subject == 'It' else subject} has no {label}."
+                sentence = f"Yes, {inner} has {label}." if value else f"No, {inner} has no {label}."
             out.append(Fact("attribute", key, f"{label} {'yes' if value else 'no'}", sentence, value=value))
         else:
             shown = fmt(value) + (f" {unit}" if unit and unit != "%" else unit)
