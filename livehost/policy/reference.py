@@ -51,6 +51,10 @@ def stem(word: str) -> str:
     w = word.lower()
     if w in _SYNONYM:
         return _SYNONYM[w]
+    # an ability adjective means its verb: "packable" asks whether it packs, "washable" whether it washes
+    if w.endswith(("able", "ible")) and len(w) > 7:
+        w = w[:-4]
+        return _SYNONYM.get(w, w)
     for suffix in ("ing", "ed"):
         if w.endswith(suffix) and len(w) > len(suffix) + 3:
             w = w[: -len(suffix)]
@@ -117,7 +121,10 @@ INTENT_PATTERNS: dict[str, list[str]] = {
         r"\bbuy(ing)?\b", r"\bpurchase\b", r"\border (it|one|this|that|now|two)\b", r"\bcart\b",
         r"\bcheck ?out\b", r"\bhow (do|can) i (get|buy|order)\b", r"\bhow to (order|buy|get)\b",
         r"\bi('ll| will)? ?take (it|one|two)\b",
-        r"\bwant (one|it|this|that)\b", r"\bwhere.*\blink\b", r"\bsold\b.*\bme\b", r"\bgrab (one|it)\b",
+        r"\bwant (one|it|this|that)\b", r"\bwhere.*\blink\b",
+        r"\bsold\b.*\bme\b", r"\bgrab (one|it)\b",
+        # a viewer's wish for a product ("I want the …", "I'd like link 2")
+        r"\bi (really )?(want|need|'?d like|would like) (the|a|an|one|it|this|that|link|to (buy|get|order))\b",
     ],
     "post_purchase": [
         r"\bmy order\b", r"\border (status|number|no\.?|#|id)\b", r"\btrack(ing)?\b",
@@ -527,6 +534,9 @@ class _Decider:
             nth = _ORDINALS.get(m.group(1)) or int(m.group(2))
             # the n-th link of the room's lineup when it is known, else link n
             found.append((m.start(), lineup[nth - 1] if 0 < nth <= len(lineup) else nth))
+        bare = re.fullmatch(r"\W*(\d{1,3})\W*", low)
+        if bare and int(bare.group(1)) in lineup:  # a comment that is only a number: that link
+            found.append((0, int(bare.group(1))))
         if lineup:
             for m in re.finditer(r"\b(?:the\s+)?last\s+(?:one|link|item|product)\b", low):
                 found.append((m.start(), lineup[-1]))
@@ -1297,7 +1307,7 @@ class _Decider:
                 elif found:
                     out.extend((f.sentence, True, 0) for f in found)
                 else:
-                    out.append(("Let me check that detail for you.", False, 0))
+                    out.append((self.not_listed(facts, the_item) or "Let me check that detail for you.", False, 0))
             elif intent == "stock":
                 units, s_out, failed = self.stock_facts()
                 rows = self.variant_rows(facts)
@@ -1397,6 +1407,23 @@ class _Decider:
         pool += campaign_facts(self.room.get("campaign"))
         return pool
 
+    def not_listed(self, facts: dict[str, Any] | None, the_item: str) -> str | None:
+        """The viewer asked for an attribute the product's data does not have: say it is not listed (not
+        that the product lacks it) and that the host will check."""
+        missing = sorted(self.unresolved_attrs(facts)) if facts else []
+        if not missing:
+            return None
+        label = missing[0]
+        claims = [str(c).lower() for c in self.rules.get("claims_requiring_evidence") or []]
+        if any(_has_phrase(label, c) for c in claims):
+            # a claim word is said only with evidence, even in "not listed as …"
+            return f"That is not listed for {the_item}, let me check that detail for you."
+        item = the_item[0].upper() + the_item[1:]
+        # an adjective ("waterproof") is listed *as*; a noun ("weight") is listed *for*
+        if label.endswith(("proof", "safe", "free", "able", "ible", "ant")):
+            return f"{item} is not listed as {label}, let me check that detail for you."
+        return f"The {label} is not listed for {the_item}, let me check that detail for you."
+
     def subject(self, facts: dict[str, Any] | None) -> str:
         """How a sentence names the product: "It", or its title when the reply is about several."""
         title = (facts or {}).get("title")
@@ -1416,8 +1443,16 @@ class _Decider:
         title = stems(str(facts.get("title") or ""))
         for m in _OPTION_RE.finditer(normalize(self.text)):
             word = m.group(1) or m.group(2)
-            if word in _NOT_OPTIONS or word in _STOP or stem(word) in title or word in values \
-                    or any(word in v.split() for v in values):
+            if word in _NOT_OPTIONS or word in _STOP or stem(word) in title:
+                continue
+            having = [k for k, vs in lists.items() if any(word == normalize(v) or word in normalize(v).split()
+                                                          for v in vs)]
+            if having:  # an option it has: yes, and the whole list
+                fact = next((f for f in attribute_facts(subject, {having[0]: lists[having[0]]})), None)
+                if fact is not None:
+                    return f"Yes! {fact.sentence}"
+                continue
+            if word in values or any(word in v.split() for v in values):
                 continue
             if embed.available() and len(lists) > 1:
                 key = max(lists, key=lambda k: sum(embed.similarity(word, lists[k])) / len(lists[k]))
@@ -1434,6 +1469,8 @@ class _Decider:
         confident enough: then the host says it will check."""
         pool = [f for f in self.fact_pool(facts) if f.kind in kinds]
         query = _LINK_RE.sub(" ", " ".join(self.fact_queries) if self.fact_queries else self.text)
+        # a promotion code names a coupon: rules about coupons (how many per viewer, …) answer it
+        query = _CODE_RE.sub(" coupon ", query)
         ranked = rank(query, pool, stem, _STOP)
         if not ranked or ranked[0][0] < FACT_THRESHOLD:
             return []
