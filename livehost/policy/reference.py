@@ -1302,6 +1302,10 @@ class _Decider:
             elif intent == "attribute":
                 option = self.option_answer(facts, self.subject(facts))
                 found = [] if option else self.retrieve(facts)
+                if facts and self.asked_attrs and self.unresolved_attrs(facts) == self.asked_attrs:
+                    # the viewer asked for an attribute the data lacks ("how heavy"): another attribute
+                    # that only resembles it in meaning ("thickness") is not the answer
+                    found = [f for f in found if f.kind != "attribute" or stems(f.text) & self.text_stems]
                 if option:
                     out.append((option, True, 0))
                 elif found:

@@ -293,3 +293,95 @@ def test_a_code_shaped_token_is_a_coupon_question(harness):
     assert "WINTER20" in reply
     reply = run_loop(decide, harness, _with_comment(case, "where is order LH20251128001?")).reply or ""
     assert "WINTER20" not in reply
+
+
+def _three_questions(comments: list[tuple[str, str]]) -> dict[str, Any]:
+    """Room-a with the jacket on screen (link 3) and two more links; one comment per (user, text)."""
+    case = _two_products()
+    case["catalog"][0]["attributes"]["thickness_mm"] = 4
+    case["catalog"].append({"link_id": 6, "sku": "X-6", "title": "Glass teapot", "price": 45.0, "currency": "CNY",
+                            "stock": 30, "attributes": {"capacity_ml": 900, "gift_box": True}, "faq": []})
+    case["comments"] = [{"user_id": u, "text": t, "offset_ms": 100 * i} for i, (u, t) in enumerate(comments)]
+    return case
+
+
+def test_a_merged_request_answers_each_comment_about_its_own_product(harness):
+    case = _three_questions([("u-1", "how thick is this one?"), ("u-1", "any left?"),
+                             ("u-2", "what does link 6 cost?"), ("u-2", "does link 6 come with a gift box?")])
+    result = run_loop(decide, harness, case)
+    reply = result.reply or ""
+    # the first viewer asked about the jacket on screen, the second about link 6: each answer is there,
+    # and each names its product (the reply is about two)
+    assert "4 mm" in reply and "12 left" in reply and "45" in reply and "gift box" in reply.lower()
+    assert "Alpine shell jacket" in reply and "link 6" in reply
+    # the jacket's stock was looked up for the jacket, not for link 6 (whose stock nobody asked)
+    ops = [(harness.tool(c["name"]).binding.operation, list(c["arguments"].values())) for c in result.tool_calls]
+    assert ("inventory.get", [3]) in ops and ("product.by_link", [6]) in ops
+    assert ("inventory.get", [6]) not in ops
+
+
+def test_it_in_a_merged_request_is_the_product_the_viewer_named(harness):
+    # "it" follows the viewer's own earlier link; the other viewer's link does not capture it
+    case = _three_questions([("u-1", "price of link 5?"), ("u-2", "price of link 6?"), ("u-2", "is it in stock?")])
+    reply = run_loop(decide, harness, case).reply or ""
+    assert "88" in reply and "45" in reply and "30 left" in reply and "7 left" not in reply
+
+
+def test_a_reply_fits_the_limit_by_dropping_suggestions_before_answers(harness):
+    case = _three_questions([("u-1", "is link 5 still in stock?"), ("u-1", "price of link 5?"),
+                             ("u-2", "price of link 6?"), ("u-2", "how much does link 3 cost?")])
+    case["catalog"][1]["stock"] = 0  # link 5 sold out: alternatives are offered only if there is room
+    reply = run_loop(decide, harness, case).reply or ""
+    assert len(reply) <= harness.rules.max_reply_chars
+    assert "sold out" in reply and "88" in reply and "45" in reply and "299" in reply
+
+
+def test_an_ability_adjective_is_found_by_its_verb(harness):
+    # "folds flat" asks for the key "foldable": the stem of an -able word is its verb, so even the
+    # lexical ranking alone (no embeddings) finds it
+    from livehost.policy.reference import _STOP, stem
+    from livehost.understanding.facts import attribute_facts, rank
+
+    assert stem("foldable") == stem("folds") == "fold" and stem("washable") == stem("wash")
+    assert stem("table") == "table" and stem("available") == "available"  # short words and synonyms kept
+    facts = attribute_facts("It", {"foldable": True, "weight_g": 300, "colors": ["red", "blue"]})
+    ranked = rank("does it fold flat?", facts, stem, _STOP, use_embeddings=False)
+    assert ranked[0][1].key == "foldable" and ranked[0][0] > ranked[1][0]
+    case = _three_questions([("u-1", "does it fold up flat for travel?")])
+    case["catalog"][0]["attributes"]["foldable"] = True
+    reply = (run_loop(decide, harness, case).reply or "").lower()
+    assert "foldable" in reply and "not foldable" not in reply
+
+
+def test_a_wish_for_a_sold_out_product_is_a_purchase(harness):
+    case = _three_questions([("u-1", "I want link 5 please")])
+    case["catalog"][1]["stock"] = 0
+    reply = run_loop(decide, harness, case).reply or ""
+    assert "sold out" in reply and "link 3" in reply.lower()  # the alternative still on sale
+
+
+def test_an_option_the_product_has_is_confirmed(harness):
+    reply = run_loop(decide, harness, _three_questions([("u-1", "can I get it in navy?")])).reply or ""
+    assert "Yes! It comes in black, navy and red." in reply and "not in navy" not in reply
+
+
+def test_an_attribute_the_data_lacks_is_not_listed_and_no_claim_is_made(harness):
+    # "waterproof" is a claim that needs evidence: the reply says it is not listed, without the word
+    reply = run_loop(decide, harness, _three_questions([("u-1", "is this one waterproof?")])).reply or ""
+    assert "not listed" in reply and "waterproof" not in reply.lower()
+    reply = run_loop(decide, harness, _three_questions([("u-1", "how heavy is this one?")])).reply or ""
+    assert "weight is not listed" in reply
+
+
+def test_a_promotion_code_retrieves_the_campaign_rule_about_coupons(harness):
+    case = _three_questions([("u-1", "can I use WINTER20 together with NEWBIE5?")])
+    case["room"]["campaign"]["rules"] = ["Free shipping over 199", "Only one coupon per order"]
+    reply = run_loop(decide, harness, case).reply or ""
+    assert "one coupon per order" in reply
+
+
+def test_a_comment_that_is_only_a_link_number_names_that_link(harness):
+    reply = run_loop(decide, harness, _three_questions([("u-1", "6"), ("u-1", "6!!")])).reply or ""
+    assert "link 6" in reply and "45" in reply
+    reply = run_loop(decide, harness, _three_questions([("u-1", "42")])).reply or ""
+    assert "link 42" not in reply  # no such link: not taken for one
