@@ -432,6 +432,7 @@ def _key_has(key: str, *needles: str) -> bool:
 
 
 # intents that ask nothing of the catalog: a merged comment with only these is not answered on its own
+_OTHER_RE = re.compile(r"\b(other|another)\b")
 _DEICTIC_RE = re.compile(r"\b(this|these)\b")
 _SOCIAL_INTENTS = ("chit_chat", "off_topic")
 _HARMFUL_INTENTS = ("injection", "abuse", "refusal")
@@ -572,6 +573,9 @@ class _Decider:
                               *map(str, attrs), *(str(v) for v in attrs.values() if isinstance(v, str | list))]))
         title = {s for s in stems(str(prod.get("title") or "")) if s not in _GENERIC}
         if title & self.text_stems:
+            if _OTHER_RE.search(normalize(self.text)):
+                # "the other boots": a product like the one on screen, but not it
+                return [w for w in words(normalize(self.text)) if stem(w) in title]
             return []  # the comment names the product on screen ("the boots"): no search needed
         out: list[str] = []
         # a product is named by a noun phrase: words after a determiner ("the frying pan", "your red
@@ -624,6 +628,8 @@ class _Decider:
                               and isinstance(d[k], str)), None)
                 if link is None or title is None:
                     continue
+                if link == self.room.get("current_link") and _OTHER_RE.search(normalize(self.text)):
+                    continue  # "the other …": not the product on screen
                 # the title names it, or (less) its attribute values do ("the red one")
                 attrs: dict[str, Any] = next((d[k] for k in d if _key_has(k, "attribute")
                                               and isinstance(d[k], dict)), {})
@@ -1540,7 +1546,8 @@ class _Decider:
         where = facts.get("link") or link
         name = f"The {title}" if title else "It"
         on = f" on link {where}" if where is not None else ""
-        return (f"{name}{on} is {_fmt_num(facts['price'])}{_currency(facts.get('currency'))}.", True, 0)
+        verb = "are" if title and _plural(str(title)) else "is"
+        return (f"{name}{on} {verb} {_fmt_num(facts['price'])}{_currency(facts.get('currency'))}.", True, 0)
 
     def sold_out_sentence(self, link: int | None, title: str | None) -> str:
         return f"Sorry, {self.sold_out_item(link, title)} is sold out right now, stay tuned for a restock!"
@@ -1664,6 +1671,12 @@ def _schema_admits(schema: dict[str, Any], value: Any) -> bool:
 def _transient(code: str | None) -> bool:
     c = (code or "").lower()
     return any(t in c for t in ("timeout", "time_out", "timed", "unavailable", "deadline", "transient"))
+
+
+def _plural(title: str) -> bool:
+    """A title whose head noun is plural ("Trail runners"): said with "are"."""
+    last = title.split()[-1].lower() if title.split() else ""
+    return len(last) > 3 and last.endswith("s") and not last.endswith(("ss", "us", "is"))
 
 
 def _is_num(v: Any) -> bool:

@@ -385,3 +385,14 @@ def test_a_comment_that_is_only_a_link_number_names_that_link(harness):
     assert "link 6" in reply and "45" in reply
     reply = run_loop(decide, harness, _three_questions([("u-1", "42")])).reply or ""
     assert "link 42" not in reply  # no such link: not taken for one
+
+
+def test_the_other_product_of_the_same_kind_is_not_the_one_on_screen(harness):
+    case = _three_questions([("u-1", "how much is the other jacket?")])
+    case["catalog"].append({"link_id": 7, "sku": "X-7", "title": "Rain jackets", "price": 159.0, "currency": "CNY",
+                            "stock": 3, "attributes": {}, "faq": []})
+    reply = run_loop(decide, harness, case).reply or ""
+    assert "159" in reply and "299" not in reply
+    assert "The Rain jackets on link 7 are 159" in reply  # a plural title is said with "are"
+    reply = run_loop(decide, harness, _with_comment(case, "how much is the jacket?")).reply or ""
+    assert "299" in reply  # without "other", the jacket on screen
