@@ -1148,6 +1148,25 @@ class _Decider:
                     return d, False
         return None, failed
 
+    def order_not_found(self) -> bool:
+        """The order lookup answered "not found" (not a timeout or another failure)."""
+        calls = self.calls_for("order")
+        return bool(calls) and all(c.ok is False and "not_found" in (c.error_code or "").lower().replace(" ", "_")
+                                   for c in calls)
+
+    def after_sales_steps(self, status: str) -> list[tuple[str, bool, int]]:
+        """What the viewer can do next: a return or exchange they ask for, or a delivered order they
+        say they do not have (the status alone would contradict them)."""
+        out: list[tuple[str, bool, int]] = []
+        low = normalize(self.text)
+        wish = re.search(r"\b(return|exchange|refund)", low)
+        if wish:
+            noun = {"return": "a return", "exchange": "an exchange", "refund": "a refund"}[wish.group(1)]
+            out.append((f"For {noun}, please open an after-sales request from your order page.", False, 0))
+        elif "deliver" in status.lower() and re.search(r"\b(not|no|nothing|never|missing|lost)\b|n't\b", low):
+            out.append(("If it hasn't reached you, please contact customer service to file a claim.", False, 0))
+        return out
+
     def pin_ok(self) -> bool:
         results, _ = self._results("pin")
         return bool(results)
@@ -1371,10 +1390,15 @@ class _Decider:
                                     and _key_has(k, "carrier", "courier")), None)
                     eta = next((str(v) for k, v in order.items() if isinstance(v, str) and v
                                 and _key_has(k, "eta", "arriv", "expected")), None)
-                    said = f"Your order {oid or ''} is {status.replace('_', ' ')}".replace("  ", " ")
+                    said = f"Your order is {status.replace('_', ' ')}"
                     said += f" with {carrier}" if carrier else ""
                     said += f", expected by {eta}" if eta and "deliver" not in status.lower() else ""
                     out.append((said + ".", True, 0))
+                    out.extend(self.after_sales_steps(status))
+                elif oid and self.order_not_found():
+                    # the store shows a viewer only their own orders: never say whose it is
+                    out.append(("I couldn't find that order on your account, please check the order number.",
+                                False, 0))
                 elif oid:
                     out.append(("Let me look into your order for you.", False, 0))
                 elif not self._faq_answer(self.faq_entries()):

@@ -396,3 +396,24 @@ def test_the_other_product_of_the_same_kind_is_not_the_one_on_screen(harness):
     assert "The Rain jackets on link 7 are 159" in reply  # a plural title is said with "are"
     reply = run_loop(decide, harness, _with_comment(case, "how much is the jacket?")).reply or ""
     assert "299" in reply  # without "other", the jacket on screen
+
+
+def _order_case(text: str, owner: str = "u-1", status: str = "delivered") -> dict[str, Any]:
+    case = _three_questions([("u-1", text)])
+    case["orders"] = [{"room_id": "room-a", "items": [], "order_id": "Q90210", "user_id": owner, "status": status,
+                       "carrier": "Parcel Co", "eta": None}]
+    return case
+
+
+def test_an_order_of_another_viewer_is_not_found_and_never_described(harness):
+    reply = run_loop(decide, harness, _order_case("status of order Q90210?", owner="u-2")).reply or ""
+    assert "couldn't find that order" in reply and "Parcel Co" not in reply and "delivered" not in reply
+
+
+def test_a_return_request_and_a_missing_delivery_get_the_after_sales_step(harness):
+    reply = run_loop(decide, harness, _order_case("order Q90210 is too big, can I exchange it?")).reply or ""
+    assert "delivered" in reply and "an exchange" in reply and "after-sales" in reply
+    reply = run_loop(decide, harness, _order_case("order Q90210 says delivered, but it never came")).reply or ""
+    assert "delivered" in reply and "file a claim" in reply
+    reply = run_loop(decide, harness, _order_case("where is order Q90210?", status="shipped")).reply or ""
+    assert "shipped" in reply and "claim" not in reply and "after-sales" not in reply
