@@ -202,7 +202,9 @@ def _noun_phrases(low: str) -> list[str]:
     """Word groups that can name a product: after a determiner, or the whole comment when it has no verb-like
     question word (a bare phrase such as "frying pan price?")."""
     found = [m.group(1) for m in _DETERMINER_RE.finditer(low)]
-    if not found and not re.search(r"\b(is|are|does|do|can|will|would|did|has|have|it|they|this|that)\b", low):
+    # a subject pronoun or an auxiliary makes a sentence, not a bare phrase ("I'll take 5")
+    if not found and not re.search(r"\b(is|are|does|do|can|will|would|did|has|have|it|they|this|that|i|you|we)\b"
+                                   r"|'(ll|m|d|re|ve)\b", low):
         found = [low]
     return found
 _QUESTION_RE = re.compile(r"\?|^\s*(does|do|is|are|can|will|would|how|what|which|where|when|any)\b")
@@ -458,6 +460,7 @@ class _Decider:
         self.tools = [t for t in ctx.get("tools") or [] if isinstance(t, dict) and t.get("name")]
         self.skills = [s for s in ctx.get("skills") or [] if isinstance(s, dict) and s.get("id")]
         self.links = self._links()
+        self.picks: set[str] = set()  # stems of "the <value> one": a value that picks a product
         self.named = self._named_words()
         self._target: tuple[int | None, bool] | None = None
         self.clarify: list[tuple[int, str]] = []  # products that match the comment equally well
@@ -592,8 +595,10 @@ class _Decider:
                 # "the <word> one": the word picks a product by one of its values (a colour, …) even
                 # when it is also a word that asks for an attribute, unless the product on screen has it
                 picks = bool(re.match(rf"{re.escape(w)}\s+ones?\b", phrase)) and w not in _NOT_PICKS
-                if (s in _GENERIC and not picks) or s in own or w in out:
+                if (s in _GENERIC and not picks) or (s in own and not picks) or w in out:
                     continue
+                if picks:
+                    self.picks.add(s)
                 out.append(w)
         return out
 
@@ -634,7 +639,10 @@ class _Decider:
                 attrs: dict[str, Any] = next((d[k] for k in d if _key_has(k, "attribute")
                                               and isinstance(d[k], dict)), {})
                 values = " ".join(" ".join(map(str, v)) if isinstance(v, list) else str(v) for v in attrs.values())
-                overlap = len(stems(title) & named) + 0.5 * len(stems(values) & named - stems(title))
+                overlap = len(stems(title) & named - self.picks) + 0.5 * len(stems(values) & named - stems(title))
+                # "the green one" picks among products by a value ("one" stands for the kind of product):
+                # a product with that value outranks a title that merely contains the word
+                overlap += 2 * len(stems(values) & self.picks) + 0.5 * len(stems(title) & self.picks)
                 # the search tool returned it, so it matched on something it knows (attribute values…)
                 overlap = overlap or 0.25
                 if overlap:

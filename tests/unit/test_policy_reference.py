@@ -417,3 +417,20 @@ def test_a_return_request_and_a_missing_delivery_get_the_after_sales_step(harnes
     assert "delivered" in reply and "file a claim" in reply
     reply = run_loop(decide, harness, _order_case("where is order Q90210?", status="shipped")).reply or ""
     assert "shipped" in reply and "claim" not in reply and "after-sales" not in reply
+
+
+def test_the_value_one_picks_by_value_over_a_title_word_and_asks_when_several_have_it(harness):
+    case = _three_questions([("u-1", "how much is the green one?")])
+    case["catalog"].append({"link_id": 8, "sku": "X-8", "title": "Green tea tin", "price": 66.0, "currency": "CNY",
+                            "stock": 5, "attributes": {"weight_g": 100}, "faq": []})
+    reply = run_loop(decide, harness, case).reply or ""
+    assert "88" in reply and "66" not in reply  # the daypack comes in green; the tea only has it in its name
+    # black: the jacket on screen and another product have it, so the host asks which
+    case["catalog"][1]["attributes"]["colors"] = ["black"]
+    reply = run_loop(decide, harness, _with_comment(case, "how much is the black one?")).reply or ""
+    assert reply.startswith("Which one do you mean") and "link 3" in reply and "link 5" in reply
+
+
+def test_a_sentence_with_a_subject_pronoun_names_no_product(harness):
+    reply = run_loop(decide, harness, _three_questions([("u-1", "barely 12 left? I'm in for 2")])).reply or ""
+    assert "couldn't find" not in reply and "12 left" in reply
