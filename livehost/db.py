@@ -15,6 +15,43 @@ from livehost.security.redact import redact
 MIGRATIONS_DIR = REPO_ROOT / "infra" / "sql"
 log = logging.getLogger(__name__)
 
+# SQLSTATE classes and codes that say "the server, not this statement, is the problem": connection
+# exceptions (08), transaction rollbacks a retry resolves (40: serialization, deadlock), insufficient
+# resources (53: too many connections, out of memory, disk full), operator intervention (57: admin or
+# crash shutdown, cannot connect now — starting up or in recovery —, query cancelled), system/I/O
+# errors (58), a read-only server during a failover (25006) and a lock not available now (55P03).
+TRANSIENT_SQLSTATE_CLASSES = frozenset({"08", "40", "53", "57", "58"})
+TRANSIENT_SQLSTATES = frozenset({"25006", "55P03"})
+
+
+def transient_db_error(exc: BaseException) -> bool:
+    """True when ``exc`` means PostgreSQL is (for now) unreachable or unable, so the same write will
+    succeed once it is back: wait and retry, never drop or dead-letter the record. False for what the
+    record itself causes (a value asyncpg cannot encode, a constraint or type the table refuses).
+
+    Besides the SQLSTATEs above: any OSError (refused, reset, timeout), asyncpg's InterfaceError
+    (connection closed mid-operation, pool closing) except its client-side DataError (an argument it
+    cannot encode: the record's fault), and asyncpg's InternalClientError — a connection whose
+    server died mid-query can be left with its protocol in the middle of an operation ("cannot switch
+    to state 15; another operation (2) is in progress", seen when the postmaster was SIGKILLed in the
+    fault suite); that error is no subclass of InterfaceError or PostgresError."""
+    if isinstance(exc, OSError):
+        return True
+    if isinstance(exc, asyncpg.exceptions._base.DataError):  # before InterfaceError: it subclasses it
+        return False
+    if isinstance(exc, asyncpg.InterfaceError | asyncpg.exceptions._base.InternalClientError):
+        return True
+    if isinstance(exc, asyncpg.PostgresError):
+        state = str(getattr(exc, "sqlstate", "") or "")
+        return state[:2] in TRANSIENT_SQLSTATE_CLASSES or state in TRANSIENT_SQLSTATES
+    return False
+
+
+def broken_connection(exc: BaseException) -> bool:
+    """The connection the error came from is unusable (its protocol state is lost): the pool should be
+    rebuilt rather than hand the connection out again."""
+    return isinstance(exc, asyncpg.exceptions._base.InternalClientError)
+
 
 async def connect_pool(dsn: str, *, attempts: int | None = None, min_size: int = 1, max_size: int = 5,
                        initial_s: float = 0.2, max_s: float = 5.0) -> asyncpg.Pool:

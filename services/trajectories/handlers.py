@@ -58,6 +58,11 @@ class TrajectoryStore:
     async def save(self, t: dict[str, Any]) -> bool:
         """Insert once; a redelivered trajectory is a no-op. Returns True when this call stored it."""
         async with self._pool.acquire() as conn, conn.transaction():
+            # The caller acknowledges the reply (its Kafka offset may be committed) once this returns, so
+            # the commit must not be one a server crash can take back: with synchronous_commit off (the
+            # embedded stack's setting) the last few hundred ms of commits vanish when the postmaster is
+            # SIGKILLed, and the fault suite found replies without a row that way.
+            await conn.execute("SET LOCAL synchronous_commit = on")
             status = await conn.execute(
                 "INSERT INTO trajectories (request_id, room_id, harness_version, policy, outcome, reply_text,"
                 " reason, merged_text, comments, steps, created_ms, completed_ms)"

@@ -6,8 +6,13 @@ Delivery guarantees:
   DO NOTHING``), so redelivery after a crash or rebalance is harmless.
 - A reply is acknowledged (its offset may be committed) only after its trajectory is stored and
   published, so a recorder killed with SIGKILL re-reads what it had not finished: nothing is lost.
-- PostgreSQL outages (restart, failover, connection drops) are waited out with capped backoff; after
-  repeated failures the pool is thrown away and reconnected, so stale connections never wedge it.
+- PostgreSQL outages (restart, crash and recovery, failover, connection drops) are waited out with
+  capped backoff, for as long as they last (``livehost.db.transient_db_error`` says which errors are
+  the server's, not the record's); after repeated failures, or at once when a connection's protocol
+  state is lost, the pool is thrown away and reconnected, so stale connections never wedge it. Only
+  an error the record itself causes (a value the table refuses) dead-letters it, with the reason.
+- A row is written with ``synchronous_commit`` on (handlers.py), so a trajectory whose offset may be
+  committed survives a database crash even on a server that runs with it off.
 - ``agent.trajectories`` is at-least-once: after a crash a trajectory may be published twice;
   consumers deduplicate by ``request_id``.
 
@@ -28,7 +33,7 @@ import faust
 
 from livehost import codec
 from livehost.config import Settings, load_settings
-from livehost.db import connect_pool, migrate
+from livehost.db import broken_connection, connect_pool, migrate, transient_db_error
 from livehost.faustutil import dead_letter, faust_topic, make_app, run_worker, send
 from livehost.kafka import now_ms
 from livehost.retry import backoff_delays
@@ -39,12 +44,6 @@ from services.trajectories.handlers import TrajectoryStore, trajectory_from_repl
 
 log = logging.getLogger(__name__)
 
-# Errors that mean "the database is (temporarily) not there": wait and retry, never drop the record.
-TRANSIENT_DB_ERRORS: tuple[type[BaseException], ...] = (
-    OSError, TimeoutError, ConnectionError, asyncpg.PostgresConnectionError, asyncpg.InterfaceError,
-    asyncpg.exceptions.OperatorInterventionError,  # admin shutdown, crash shutdown, cannot connect now
-    asyncpg.exceptions.InsufficientResourcesError,  # too many connections
-)
 RESET_POOL_AFTER = 3  # consecutive transient failures before the pool is rebuilt
 
 
@@ -65,7 +64,11 @@ class PostgresStoreFactory:
     async def __call__(self, settings: Settings) -> Store:
         pool = await connect_pool(settings.postgres_dsn, initial_s=settings.connect_backoff_initial_s,
                                   max_s=settings.connect_backoff_max_s)
-        await migrate(pool)
+        try:
+            await migrate(pool)
+        except BaseException:  # the database went away again: do not leak this pool's connections
+            pool.terminate()
+            raise
         self.pool = pool
         return TrajectoryStore(pool)
 
@@ -113,11 +116,13 @@ def build(settings: Settings | None = None, *, store_factory: StoreFactory | Non
             try:
                 await (await store()).save(trajectory)
                 return
-            except TRANSIENT_DB_ERRORS as exc:
+            except Exception as exc:
+                if not transient_db_error(exc):
+                    raise  # the record's own fault: the agent dead-letters it
                 failures += 1
                 log.warning("PostgreSQL write of %s failed (%r); retry %d in %.1fs",
                             trajectory["request_id"], exc, failures, delay)
-                if failures % RESET_POOL_AFTER == 0:
+                if failures % RESET_POOL_AFTER == 0 or broken_connection(exc):
                     await reset_store()
                 await asyncio.sleep(delay)
 
@@ -148,7 +153,7 @@ def build(settings: Settings | None = None, *, store_factory: StoreFactory | Non
                 continue
             try:
                 await save(trajectory)
-            except Exception as exc:  # not transient (e.g. data the table refuses): park it, keep going
+            except Exception as exc:  # not transient (save retries those): data the table refuses
                 log.exception("cannot store trajectory %s", trajectory["request_id"])
                 await to_dead_letter(event, f"store: {exc!r}")
                 yield None

@@ -1,14 +1,16 @@
 """Exactly one stored trajectory per request, however the recorder or the database fails.
 
 The real recorder worker (``python -m services.trajectories``) consumes paced AgentReply records
-from the real broker while (1) it is killed with SIGKILL mid-stream and restarted, and (2) the
-PostgreSQL server is stopped and started again mid-stream. Afterwards the table holds exactly one
-row per request: nothing lost, nothing doubled.
+from the real broker while (1) it is killed with SIGKILL mid-stream and restarted, (2) the
+PostgreSQL server is stopped and started again mid-stream, and (3) the PostgreSQL postmaster is
+killed with SIGKILL mid-stream and started again on the same data (crash recovery), twice. Afterwards
+the table holds exactly one row per request: nothing lost, nothing doubled, nothing dead-lettered.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -202,6 +204,49 @@ async def test_postgres_restart_mid_stream_loses_nothing(kafka: str, pg: postgre
         await check_exactly_once(dsn, "pgrestart", records)
         assert proc.poll() is None, "the recorder must survive the database restart"
         assert "PostgreSQL write" in log.read_text(errors="replace")  # it did see the outage
+    finally:
+        kill(proc, signal.SIGTERM)
+        pg.pid, pg.extra = rec.pid, rec.extra  # the fixture stops what is running now
+
+
+def crash_postgres(rec: postgres.Running) -> postgres.Running:
+    """What the fault suite's ``postgres`` fault does: SIGKILL of the postmaster, its orphaned backends
+    killed 2 s later, then a start on the same data and port (crash recovery)."""
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(rec.pid, signal.SIGKILL)
+    time.sleep(2.0)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(rec.pid, signal.SIGKILL)
+    return postgres.start(Path(rec.workdir), port=rec.ports["postgres"])
+
+
+async def test_postgres_crash_mid_stream_loses_nothing(kafka: str, pg: postgres.Running, tmp_path: Path) -> None:
+    """Two postmaster crashes while the recorder writes. Before the fix this lost rows two ways: a pooled
+    connection left mid-operation raised asyncpg's InternalClientError, which the recorder did not take
+    for a transient error and dead-lettered; and a row committed with synchronous_commit off (the
+    embedded server's setting), whose offset was then committed, was gone after crash recovery."""
+    dsn = postgres.dsn(pg)
+    settings = Settings(kafka_bootstrap=kafka, postgres_dsn=dsn)
+    await prepare(settings)
+    records = replies("pgcrash", TOTAL)
+    env = env_for(kafka, dsn, tmp_path)
+    log = tmp_path / "recorder.log"
+    proc = await asyncio.to_thread(start_recorder, env, log)
+    rec = pg
+    try:
+        publishing = asyncio.create_task(publish_paced(settings, records, 0.02))
+        for at_least in (40, 110):
+            await wait_stored(dsn, "pgcrash", at_least, 60)
+            rec = await asyncio.to_thread(crash_postgres, rec)
+            assert postgres.dsn(rec) == dsn
+        await publishing
+        await wait_stored(dsn, "pgcrash", TOTAL, 90)
+        await asyncio.sleep(2)
+        await check_exactly_once(dsn, "pgcrash", records)
+        text = log.read_text(errors="replace")
+        assert proc.poll() is None, "the recorder must survive the database crash"
+        assert "PostgreSQL write" in text  # it did see the crash
+        assert "dead-lettering" not in text, "a reply was dead-lettered during the crash"
     finally:
         kill(proc, signal.SIGTERM)
         pg.pid, pg.extra = rec.pid, rec.extra  # the fixture stops what is running now

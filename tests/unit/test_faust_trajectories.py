@@ -7,10 +7,12 @@ from typing import Any
 
 import asyncpg
 import pytest
+from yarl import URL
 
 from livehost import codec
 from livehost.agent import state as st
 from livehost.config import Settings
+from livehost.db import transient_db_error
 from livehost.topics import DEAD_LETTER, REPLIES, TRAJECTORIES, Topic
 from services.trajectories.server import RecorderApp, Store, build
 
@@ -22,12 +24,14 @@ class FakeStore:
         self.rows: dict[str, dict[str, Any]] = {}
         self.attempts = 0
         self.fail_next = 0
+        self.error: Exception = asyncpg.exceptions.AdminShutdownError(
+            "terminating connection due to administrator command")
 
     async def save(self, t: dict[str, Any]) -> bool:
         self.attempts += 1
         if self.fail_next:
             self.fail_next -= 1
-            raise asyncpg.exceptions.AdminShutdownError("terminating connection due to administrator command")
+            raise self.error
         if t["request_id"] in self.rows:
             return False
         self.rows[t["request_id"]] = t
@@ -64,7 +68,7 @@ def recorder(store: FakeStore, sent: Sent, factories: list[int]) -> Iterator[Rec
     parts = build(Settings(connect_backoff_initial_s=0.001, connect_backoff_max_s=0.002),
                   store_factory=factory, sender=sent)
     parts.app.finalize()
-    parts.app.conf.store = "memory://"
+    parts.app.conf.store = URL("memory://")
     parts.app.flow_control.resume()
     yield parts
 
@@ -110,3 +114,63 @@ async def test_garbage_is_dead_lettered(recorder: RecorderApp, store: FakeStore,
         await agent.put(reply(1), key=b"room-1")
     assert [name for name, _, _ in sent] == [DEAD_LETTER.name, TRAJECTORIES.name]
     assert len(store.rows) == 1
+
+
+# What a crashing or restarting server raises (seen in the fault suite or in asyncpg's protocol code), and
+# what a bad record raises. The first list is waited out; the second is dead-lettered with the reason.
+SERVER_GONE = [
+    asyncpg.exceptions._base.InternalClientError("cannot switch to state 15; another operation (2) is in progress"),
+    asyncpg.exceptions.CrashShutdownError("terminating connection because of crash of another server process"),
+    asyncpg.exceptions.AdminShutdownError("terminating connection due to administrator command"),
+    asyncpg.exceptions.CannotConnectNowError("the database system is in recovery mode"),
+    asyncpg.exceptions.ConnectionDoesNotExistError("connection was closed in the middle of operation"),
+    asyncpg.exceptions.TooManyConnectionsError("sorry, too many clients already"),
+    asyncpg.exceptions.ReadOnlySQLTransactionError("cannot execute INSERT in a read-only transaction"),
+    asyncpg.exceptions.SerializationError("could not serialize access"),
+    asyncpg.InterfaceError("pool is closing"),
+    ConnectionRefusedError(111, "Connect call failed"),
+    ConnectionResetError(104, "Connection reset by peer"),
+    TimeoutError(),
+]
+RECORD_AT_FAULT = [
+    asyncpg.exceptions.NotNullViolationError('null value in column "room_id" violates not-null constraint'),
+    asyncpg.exceptions.InvalidTextRepresentationError("invalid input syntax for type json"),
+    asyncpg.exceptions.StringDataRightTruncationError("value too long for type character varying(64)"),
+    asyncpg.exceptions._base.DataError("invalid input for query argument $11: 'x' (an integer is required)"),
+    ValueError("bad"),
+]
+
+
+@pytest.mark.parametrize("exc", SERVER_GONE, ids=lambda e: type(e).__name__)
+def test_server_errors_are_transient(exc: Exception) -> None:
+    assert transient_db_error(exc)
+
+
+@pytest.mark.parametrize("exc", RECORD_AT_FAULT, ids=lambda e: type(e).__name__)
+def test_record_errors_are_not_transient(exc: Exception) -> None:
+    assert not transient_db_error(exc)
+
+
+async def test_lost_protocol_state_is_retried_on_a_new_pool(recorder: RecorderApp, store: FakeStore, sent: Sent,
+                                                            factories: list[int]) -> None:
+    """The fault suite's PostgreSQL crash: a pooled connection raised InternalClientError, and the recorder
+    dead-lettered the reply instead of waiting, so its trajectory row never came."""
+    store.error = SERVER_GONE[0]
+    store.fail_next = 1
+    async with recorder.record.test_context() as agent:
+        await agent.put(reply(7), key=b"room-1")
+    assert store.attempts == 2 and len(store.rows) == 1
+    assert len(factories) == 2  # that connection is not trusted again: a fresh pool at once
+    assert [name for name, _, _ in sent] == [TRAJECTORIES.name]
+
+
+async def test_a_record_the_table_refuses_is_dead_lettered_with_the_reason(recorder: RecorderApp, store: FakeStore,
+                                                                           sent: Sent) -> None:
+    store.error = RECORD_AT_FAULT[0]
+    store.fail_next = 1
+    async with recorder.record.test_context() as agent:
+        await agent.put(reply(1), key=b"room-1")
+        await agent.put(reply(2), key=b"room-1")
+    assert store.attempts == 2  # not retried
+    assert [name for name, _, _ in sent] == [DEAD_LETTER.name, TRAJECTORIES.name]
+    assert "NotNullViolationError" in sent[0][2]["error"] and sent[0][2]["error"].startswith("store: ")
