@@ -122,8 +122,11 @@ class Settings(BaseSettings):
     kafka_faust_commit_interval_s: float = 0.1
 
     # Names this process among the replicas of its service (the supervisor sets it): stable transactional
-    # ids, so a restarted replica fences its dead predecessor at once.
+    # ids, so a restarted replica fences its dead predecessor at once, and stable consumer group
+    # instance ids (static membership, KIP-345), so a restarted replica takes its partitions back at
+    # once instead of waiting for its predecessor's session to time out.
     replica_id: str = ""
+    kafka_static_membership: bool = True
 
     # Ingest limits (checked before any processing: the byte sizes first, then the characters).
     max_comment_chars: int = 500

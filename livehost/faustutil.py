@@ -19,23 +19,25 @@ from faust.transport.drivers import aiokafka as faust_aiokafka
 
 from livehost import codec
 from livehost.config import Settings, state_dir
-from livehost.kafka import now_ms
+from livehost.kafka import group_instance_id, now_ms
 from livehost.topics import DEAD_LETTER, Topic
 
 log = logging.getLogger(__name__)
 _PATCHED: dict[str, Any] = {}
 
 
-def _patch_faust_clients(fetch_max_wait_ms: int | None, read_committed: bool, idempotent: bool) -> None:
+def _patch_faust_clients(fetch_max_wait_ms: int | None, read_committed: bool, idempotent: bool,
+                         instance_id: str | None = None) -> None:
     """Faust builds its worker consumer and its producers itself, with settings it does not expose:
 
     - ``isolation_level`` is read_committed only under its own exactly_once guarantee, but the steps
       upstream of the stream processors write in Kafka transactions, so records of an aborted
       transaction must never reach them;
     - its producers are idempotent only under exactly_once;
-    - its worker consumer's fetch wait is hard-coded (the Tansu workaround above).
+    - its worker consumer's fetch wait is hard-coded (the Tansu workaround above);
+    - it has no setting for static group membership (``livehost.kafka.group_instance_id``).
     """
-    wanted = (fetch_max_wait_ms, read_committed, idempotent)
+    wanted = (fetch_max_wait_ms, read_committed, idempotent, instance_id)
     if _PATCHED.get("wanted") == wanted:
         return
     thread_cls: Any = faust_aiokafka.AIOKafkaConsumerThread
@@ -49,6 +51,8 @@ def _patch_faust_clients(fetch_max_wait_ms: int | None, read_committed: bool, id
             consumer._fetch_max_wait_ms = fetch_max_wait_ms
         if read_committed:
             consumer._isolation_level = "read_committed"  # read by the fetcher it creates at start()
+        if instance_id is not None:
+            consumer._group_instance_id = instance_id  # read by the group coordinator it creates at start()
         return consumer
 
     def extra(self: Any) -> Any:
@@ -118,7 +122,8 @@ def make_app(app_id: str, settings: Settings, *, exactly_once: bool = False, **o
     tansu = settings.kafka_flavour == "tansu"
     _patch_faust_ack_gaps()
     _patch_faust_clients(max(settings.kafka_fetch_max_wait_ms, 10) if tansu else None,
-                         read_committed=not tansu, idempotent=settings.kafka_enable_idempotence and not tansu)
+                         read_committed=not tansu, idempotent=settings.kafka_enable_idempotence and not tansu,
+                         instance_id=group_instance_id(settings, app_id))
     datadir = state_dir() / "faust"
     datadir.mkdir(parents=True, exist_ok=True)
     conf: dict[str, Any] = dict(

@@ -28,7 +28,7 @@ from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, ConsumerRecord
 from aiokafka.errors import KafkaConnectionError, KafkaError
 
 from livehost import codec
-from livehost.kafka import ConsumerLoop, consumer_options, dead_letter
+from livehost.kafka import ConsumerLoop, consumer_options, dead_letter, group_instance_id
 from livehost.retry import backoff_delays
 from livehost.topics import Topic, by_name
 
@@ -112,6 +112,7 @@ class KeyedConsumerLoop(ConsumerLoop):
             consumer = AIOKafkaConsumer(
                 **consumer_options(self.settings),
                 group_id=self.group_id,
+                group_instance_id=group_instance_id(self.settings, self.group_id),
                 client_id=f"{self.settings.kafka_client_id}-{self.group_id}",
                 enable_auto_commit=False,
                 auto_offset_reset=self.auto_offset_reset,
