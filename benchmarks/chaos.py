@@ -9,8 +9,10 @@ per fault: what was lost, duplicated or cancelled, and how long until the first 
 Faults: ``kill:<service>`` (SIGKILL of replica 1's process group; the supervisor restarts it with backoff),
 ``broker`` (kill -9 of Apache Kafka, restarted 3 s later on the same ports and data), ``postgres``
 (SIGKILL of the postmaster, started again 2 s later on the same data and port: crash recovery),
-``triton`` (SIGKILL of Triton's process group, started again on the same ports), ``poison`` (poison
-records on every consumed topic), ``none`` (baseline).
+``triton`` (SIGKILL of Triton's process group, started again on the same ports), ``tool-timeout`` and
+``tool-garbage`` (a live fault drill, livehost/commerce/drills.py, for ``TOOL_DRILL_S`` seconds: every
+tool call of every capability times out past the tool's ``timeout_ms``, or gets a malformed backend
+result), ``poison`` (poison records on every consumed topic), ``none`` (baseline).
 
 Columns: sent = comments published in the phase; outcomes = comments with a terminal reply record (a
 reply, refusal, drop or cancellation); lost = sent − outcomes after the drain; dup speech = requests whose
@@ -20,7 +22,10 @@ PostgreSQL trajectory row; dup fx = coupon grants sharing an idempotency key; ca
 cancelled (stale, shed, switched) of all requests; recovery = fault to the first reply of a request created
 after the fault; max s = the slowest request (reply time − first comment time); dead-lettered = records
 the services sent to the dead-letter topic during the phase (``poison`` sends 18: two on each of 8 topics,
-a 600 KB campaign_json and a path-like event id).
+a 600 KB campaign_json and a path-like event id). For the tool faults a line before the row counts
+the tool_result steps of the phase's requests that failed, by error code, and what those requests ended
+with (``tool_result`` with ``ok`` false and the code ``timeout`` or ``malformed`` is the trajectory's own
+statement of what went wrong).
 """
 
 from __future__ import annotations
@@ -44,6 +49,8 @@ import asyncpg
 from aiokafka import AIOKafkaConsumer
 
 from livehost import codec
+from livehost.commerce.drills import start_drill, stop_drills
+from livehost.commerce.faults import CAPABILITIES
 from livehost.commerce.store import CommerceStore
 from livehost.config import REPO_ROOT, Settings
 from livehost.db import connect_pool, migrate
@@ -65,7 +72,10 @@ from livehost.topics import (
     TRAJECTORIES,
 )
 
-ALL_FAULTS = ("none", *(f"kill:{s}" for s in ALL_SERVICES), "broker", "postgres", "triton", "poison")
+ALL_FAULTS = ("none", *(f"kill:{s}" for s in ALL_SERVICES), "broker", "postgres", "triton", "tool-timeout",
+              "tool-garbage", "poison")
+TOOL_DRILLS = {"tool-timeout": "timeout", "tool-garbage": "malformed"}
+TOOL_DRILL_S = 5.0  # how long a tool fault lasts (the rest of the phase shows the recovery)
 POISONED = (ROOM_EVENTS, REQUESTS, PROMPTS, ACTIONS, TOOL_CALLS, TOOL_RESULTS, REPLIES, TRAJECTORIES)
 
 
@@ -206,6 +216,33 @@ async def poison(producer: Producer, room_id: str) -> int:
     return n + 2
 
 
+async def tool_drill(stack: Stack, kind: str) -> None:
+    """A live fault drill on every capability for TOOL_DRILL_S, as an operator would run one (the table
+    bounds it too, so a killed suite leaves no drill behind for long)."""
+    pool = await connect_pool(stack.settings.postgres_dsn, attempts=10)
+    try:
+        await start_drill(pool, {cap: kind for cap in CAPABILITIES}, TOOL_DRILL_S + 5.0)
+        await asyncio.sleep(TOOL_DRILL_S)
+        await stop_drills(pool)
+    finally:
+        await pool.close()
+
+
+def tool_errors(seen: Seen, requests: set[str]) -> dict[str, Any]:
+    """Failed tool results in these requests' final states, by error code, and their requests' outcomes."""
+    codes: dict[str, int] = defaultdict(int)
+    ended: dict[str, int] = defaultdict(int)
+    for r in requests:
+        failed = [json.loads(s.get("data_json") or "{}") for s in seen.replies[r]["state"].get("steps") or []
+                  if s.get("kind") == "tool_result"]
+        failed = [d for d in failed if not d.get("ok")]
+        for d in failed:
+            codes[str(d.get("error_code"))] += 1
+        if failed:
+            ended[seen.replies[r]["outcome"]] += 1
+    return {"codes": dict(codes), "requests_by_outcome": dict(ended)}
+
+
 def inject(stack: Stack, fault: str) -> None:
     if fault == "none":
         return
@@ -252,6 +289,8 @@ async def phase(stack: Stack, seen: Seen, producer: Producer, fault: str, *, rat
     dead_by_topic_before = dict(seen.dead_letters)
     if fault == "poison":
         await poison(producer, stack.rooms[0]["room_id"])
+    elif fault in TOOL_DRILLS:
+        await tool_drill(stack, TOOL_DRILLS[fault])
     else:
         await asyncio.to_thread(inject, stack, fault)
     await loader
@@ -287,7 +326,7 @@ async def phase(stack: Stack, seen: Seen, producer: Producer, fault: str, *, rat
         "recovery_s": min(after) if after else None,
         "max_s": max((seen.reply_at[r] - created[r] for r in requests), default=0.0),
         "dead_lettered": sum(seen.dead_letters.values()) - dead_before,
-        "ids": ids, "late": 0,
+        "ids": ids, "late": 0, "tool_errors": tool_errors(seen, requests),
         "dead_by_topic": {t: n - dead_by_topic_before.get(t, 0) for t, n in seen.dead_letters.items()
                           if n > dead_by_topic_before.get(t, 0)},
     }
@@ -390,6 +429,9 @@ async def _run_on(faults: list[str], *, replicas: int, rooms: int, rate: float, 
                     rows.append(row)
                     if row["dead_by_topic"]:
                         print(f"  dead-lettered by source topic: {row['dead_by_topic']}", flush=True)
+                    if row["tool_errors"]["codes"]:
+                        print(f"  failed tool results: {row['tool_errors']['codes']}; their requests ended "
+                              f"{row['tool_errors']['requests_by_outcome']}", flush=True)
                     print(fmt(row), flush=True)
                     await asyncio.to_thread(sup.wait_ready, 120.0)  # every process back before the next fault
                 await settle(seen, rows, drain_s)

@@ -150,6 +150,9 @@ class Settings(BaseSettings):
     policy_models: list[str] = ["policy_reference", "policy_llm"]
     policy_timeout_s: float = 5.0
     policy_retries: int = 2
+    # How often the tools service re-reads the live fault drills (livehost/commerce/drills.py): the
+    # delay until a started or stopped drill takes effect, without a query per tool call.
+    tool_drill_refresh_s: float = 1.0
 
     # Voice: TTS engine ("piper" natural voice, "espeak" fast fallback, "text" for no audio) and where
     # audio files go (segments carry a file reference, never audio bytes).

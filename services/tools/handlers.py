@@ -2,7 +2,8 @@
 
 Tools run in the request's catalog scope (room state key ``scope``; ``live`` by default). A sandbox
 scope's faults come from a :class:`~livehost.agent.sandbox.FaultSource` (PostgreSQL in the service),
-so an evaluation case's injected timeouts and malformed results apply on the real path too.
+so an evaluation case's injected timeouts and malformed results apply on the real path too. The live
+scope has faults only during an operator's drill (:mod:`livehost.commerce.drills`).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 
 from livehost.agent import state as st
 from livehost.agent.sandbox import FaultSource
+from livehost.commerce.drills import LiveDrills
 from livehost.commerce.executor import ToolContext, ToolExecutor, ToolOutcome
 from livehost.commerce.faults import FaultInjector
 from livehost.commerce.store import LIVE_SCOPE
@@ -44,17 +46,22 @@ def trusted_viewer(state: dict[str, Any], verifier: Verifier | None) -> str | No
 
 class ToolsHandler:
     def __init__(self, harnesses: HarnessProvider, executor: ToolExecutor, faults: FaultSource | None = None,
-                 verifier: Verifier | None = None):
+                 verifier: Verifier | None = None, drills: LiveDrills | None = None):
         self._harnesses = harnesses
         self._executor = executor
         self._faults = faults
         self._verifier = verifier
+        self._drills = drills
 
     async def executor_for(self, scope: str) -> ToolExecutor:
-        """The executor of a scope: the shared one, or one with the scope's sandbox faults."""
-        if scope == LIVE_SCOPE or self._faults is None:
-            return self._executor
-        faults = await self._faults.faults_for(scope)
+        """The executor of a scope: the shared one, or one with the scope's sandbox faults (the live
+        scope's: the active drills)."""
+        if scope == LIVE_SCOPE:
+            faults = await self._drills.faults() if self._drills is not None else {}
+        elif self._faults is not None:
+            faults = await self._faults.faults_for(scope)
+        else:
+            faults = {}
         if not faults:
             return self._executor
         return ToolExecutor(self._executor.store, FaultInjector(faults))

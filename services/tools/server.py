@@ -9,6 +9,7 @@ import grpc
 from aiokafka import ConsumerRecord
 
 from livehost.agent.sandbox import PostgresFaults
+from livehost.commerce.drills import LiveDrills
 from livehost.commerce.executor import ToolExecutor
 from livehost.commerce.store import CommerceStore
 from livehost.config import Settings, load_settings
@@ -67,7 +68,8 @@ def build(settings: Settings | None = None) -> ServiceRuntime:
         pool = db.pool
         holder["harnesses"] = await provider_for(settings, "tools")
         holder["handler"] = ToolsHandler(holder["harnesses"], ToolExecutor(CommerceStore(pool)), PostgresFaults(pool),
-                                         verifier=Verifier.from_pki(pki_dir(settings), settings.grpc_roles))
+                                         verifier=Verifier.from_pki(pki_dir(settings), settings.grpc_roles),
+                                         drills=LiveDrills(pool, settings.tool_drill_refresh_s))
 
     async def on_call(topic: Topic, record: dict[str, Any], rec: ConsumerRecord) -> None:
         result = await holder["handler"].on_call(record)

@@ -136,6 +136,9 @@ async def test_no_service_role_changes_the_schema_or_other_services_tables(dsns:
     assert await refused(dsn, "DROP TABLE room_memory")
     assert await refused(dsn, "DELETE FROM harness_audit")
     assert await refused(dsn, "TRUNCATE tool_idempotency")
+    # a live fault drill is the schema owner's (an operator's) act, never a service's
+    assert await refused(dsn, "INSERT INTO tool_fault_drills (capability, fault, expires_at)"
+                              " VALUES ('product', 'timeout', now() + interval '1 minute')")
     others = {
         "prompt": "INSERT INTO room_memory (request_id, room_id, text, ts_ms) VALUES ('x', 'r', 't', 1)",
         "tools": "INSERT INTO trajectories (request_id, room_id, harness_version, outcome, merged_text, comments,"
