@@ -23,9 +23,9 @@ cancelled (stale, shed, switched) of all requests; recovery = fault to the first
 after the fault; max s = the slowest request (reply time − first comment time); dead-lettered = records
 the services sent to the dead-letter topic during the phase (``poison`` sends 18: two on each of 8 topics,
 a 600 KB campaign_json and a path-like event id). For the tool faults a line before the row counts
-the tool_result steps of the phase's requests that failed, by error code, and what those requests ended
-with (``tool_result`` with ``ok`` false and the code ``timeout`` or ``malformed`` is the trajectory's own
-statement of what went wrong).
+the tool_result steps of the phase's requests that failed, by error code ("(injected)": the drill's),
+and what those requests ended with (a ``tool_result`` step with ``ok`` false and the code ``timeout`` or
+``malformed`` is the trajectory's own statement of what went wrong).
 """
 
 from __future__ import annotations
@@ -236,8 +236,8 @@ def tool_errors(seen: Seen, requests: set[str]) -> dict[str, Any]:
         failed = [json.loads(s.get("data_json") or "{}") for s in seen.replies[r]["state"].get("steps") or []
                   if s.get("kind") == "tool_result"]
         failed = [d for d in failed if not d.get("ok")]
-        for d in failed:
-            codes[str(d.get("error_code"))] += 1
+        for d in failed:  # an injected fault says so in its step ("fault"); other failures are the tools' own
+            codes[f"{d.get('error_code')}{' (injected)' if d.get('fault') else ''}"] += 1
         if failed:
             ended[seen.replies[r]["outcome"]] += 1
     return {"codes": dict(codes), "requests_by_outcome": dict(ended)}
