@@ -56,7 +56,9 @@ class TrajectoryStore:
         self._pool = pool
 
     async def save(self, t: dict[str, Any]) -> bool:
-        """Insert once; a redelivered trajectory is a no-op. Returns True when this call stored it."""
+        """Insert once; a redelivered trajectory stores nothing. Returns True while the trajectory's record
+        is still to be published (a new row, or a row whose record never went out: the recorder died in
+        between), False for a row already published (a reply delivered twice)."""
         async with self._pool.acquire() as conn, conn.transaction():
             # The caller acknowledges the reply (its Kafka offset may be committed) once this returns, so
             # the commit must not be one a server crash can take back: with synchronous_commit off (the
@@ -71,6 +73,8 @@ class TrajectoryStore:
                 t["request_id"], t["room_id"], t["harness_version"], t["policy"], t["outcome"], t["reply_text"],
                 t["reason"], t["merged_text"], json.dumps(t["comments"]), json.dumps(t["steps"]),
                 t["created_ms"], t["completed_ms"])
+            published = False if status.endswith(" 1") else await conn.fetchval(
+                "SELECT published FROM trajectories WHERE request_id = $1", t["request_id"])
             # Room memory comes back into later prompts: only the host's own replies that passed the
             # output hooks are kept, never viewer text or an unchecked reply.
             if passed_output_hooks(t):
@@ -78,4 +82,8 @@ class TrajectoryStore:
                     "INSERT INTO room_memory (request_id, room_id, text, ts_ms) VALUES ($1,$2,$3,$4)"
                     " ON CONFLICT (request_id) DO NOTHING",
                     t["request_id"], t["room_id"], t["reply_text"], t["completed_ms"])
-        return status.endswith(" 1")
+        return not published
+
+    async def mark_published(self, request_id: str) -> None:
+        """The trajectory's record is on the topic: a later copy of its reply publishes nothing."""
+        await self._pool.execute("UPDATE trajectories SET published = true WHERE request_id = $1", request_id)

@@ -13,8 +13,10 @@ Delivery guarantees:
   an error the record itself causes (a value the table refuses) dead-letters it, with the reason.
 - A row is written with ``synchronous_commit`` on (handlers.py), so a trajectory whose offset may be
   committed survives a database crash even on a server that runs with it off.
-- ``agent.trajectories`` is at-least-once: after a crash a trajectory may be published twice;
-  consumers deduplicate by ``request_id``.
+- ``agent.trajectories`` gets one record per request: the row remembers whether its record went out,
+  so a reply delivered twice (a stream processor re-emits replies after a restart) publishes nothing
+  the second time. Only a recorder killed between publishing and marking the row publishes again
+  when the reply is redelivered; consumers that must be exact deduplicate by ``request_id``.
 
 ``build`` returns the app and its parts, and accepts a store factory and a sender, so unit tests run
 the agent with ``agent.test_context()`` and a fake store (the agent yields each trajectory it handled).
@@ -48,7 +50,9 @@ RESET_POOL_AFTER = 3  # consecutive transient failures before the pool is rebuil
 
 
 class Store(Protocol):
-    async def save(self, t: dict[str, Any]) -> bool: ...
+    async def save(self, t: dict[str, Any]) -> bool: ...  # True: its record is still to be published
+
+    async def mark_published(self, request_id: str) -> None: ...
 
 
 StoreFactory = Callable[[Settings], Awaitable[Store]]
@@ -77,7 +81,7 @@ class PostgresStoreFactory:
 class RecorderApp:
     app: faust.App
     record: Any  # faust agent
-    save: Callable[[dict[str, Any]], Awaitable[None]]
+    save: Callable[[dict[str, Any]], Awaitable[bool]]
     reset_store: Callable[[], Awaitable[None]]
 
 
@@ -110,18 +114,24 @@ def build(settings: Settings | None = None, *, store_factory: StoreFactory | Non
                 pool, pg_factory.pool = pg_factory.pool, None
                 pool.terminate()
 
-    async def save(trajectory: dict[str, Any]) -> None:
+    async def save(trajectory: dict[str, Any]) -> bool:
+        """Store the row (True: its record is still to be published), waiting out database outages."""
+        return bool(await retrying(trajectory["request_id"], lambda s: s.save(trajectory)))
+
+    async def mark_published(request_id: str) -> None:
+        await retrying(request_id, lambda s: s.mark_published(request_id))
+
+    async def retrying(request_id: str, write: Callable[[Store], Awaitable[Any]]) -> Any:
         failures = 0
         for delay in backoff_delays(settings.connect_backoff_initial_s, settings.connect_backoff_max_s):
             try:
-                await (await store()).save(trajectory)
-                return
+                return await write(await store())
             except Exception as exc:
                 if not transient_db_error(exc):
                     raise  # the record's own fault: the agent dead-letters it
                 failures += 1
                 log.warning("PostgreSQL write of %s failed (%r); retry %d in %.1fs",
-                            trajectory["request_id"], exc, failures, delay)
+                            request_id, exc, failures, delay)
                 if failures % RESET_POOL_AFTER == 0 or broken_connection(exc):
                     await reset_store()
                 await asyncio.sleep(delay)
@@ -152,13 +162,21 @@ def build(settings: Settings | None = None, *, store_factory: StoreFactory | Non
                 yield None
                 continue
             try:
-                await save(trajectory)
+                unpublished = await save(trajectory)
             except Exception as exc:  # not transient (save retries those): data the table refuses
                 log.exception("cannot store trajectory %s", trajectory["request_id"])
                 await to_dead_letter(event, f"store: {exc!r}")
                 yield None
                 continue
-            await out(TRAJECTORIES, trajectory["room_id"], trajectory)
+            if unpublished:
+                await out(TRAJECTORIES, trajectory["room_id"], trajectory)
+                try:
+                    await mark_published(trajectory["request_id"])
+                except Exception:  # published already; an unmarked row only risks a second record later
+                    log.exception("cannot mark trajectory %s as published", trajectory["request_id"])
+            else:
+                log.info("reply %s delivered again: its trajectory is already stored and published",
+                         trajectory["request_id"])
             yield trajectory
 
     return RecorderApp(app=app, record=record, save=save, reset_store=reset_store)

@@ -107,6 +107,7 @@ async def test_each_service_role_does_its_work(dsns: dict[str, str]) -> None:
             "request_id": "req-roles", "room_id": "room-a", "harness_version": "v", "policy": "", "outcome": "reply",
             "reply_text": "hi", "reason": None, "merged_text": "hi", "comments": [], "steps": [], "created_ms": 1,
             "completed_ms": 2})
+        await TrajectoryStore(pool).mark_published("req-roles")  # its one UPDATE grant
     finally:
         await pool.close()
     # harness: the registry workflow, without migrating

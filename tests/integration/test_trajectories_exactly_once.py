@@ -17,20 +17,24 @@ import signal
 import subprocess
 import sys
 import time
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import asyncpg
 import pytest
+from aiokafka import AIOKafkaConsumer
 
+from livehost import codec
 from livehost.config import REPO_ROOT, Settings
 from livehost.db import connect_pool, migrate
 from livehost.harness.loader import load
 from livehost.kafka import Producer, ensure_topics
 from livehost.stack import postgres
 from livehost.stack.process import start_detached
-from livehost.topics import REPLIES
+from livehost.stack.testing import kafka_client
+from livehost.topics import REPLIES, TRAJECTORIES
 from livehost.training.synthetic import good_script, retry_script, run_script
 
 pytestmark = pytest.mark.integration
@@ -155,6 +159,60 @@ async def check_exactly_once(dsn: str, prefix: str, records: list[dict[str, Any]
     for row in rows:  # stored whole
         assert len(json.loads(row["steps"])) == len(expected[row["request_id"]]["state"]["steps"])
         assert row["outcome"] == expected[row["request_id"]]["outcome"]
+    conn = await asyncpg.connect(dsn)
+    try:
+        unpublished = await conn.fetchval("SELECT count(*) FROM trajectories WHERE request_id LIKE $1 "
+                                          "AND NOT published", f"{prefix}-%")
+    finally:
+        await conn.close()
+    assert unpublished == 0, "every stored trajectory's record went out"
+
+
+async def published_records(bootstrap: str, prefix: str) -> Counter[str]:
+    """Records per request id on agent.trajectories (read_committed, from the start to the end)."""
+    consumer = AIOKafkaConsumer(TRAJECTORIES.name, **kafka_client(bootstrap), group_id=None,
+                                auto_offset_reset="earliest", isolation_level="read_committed",
+                                enable_auto_commit=False)
+    await consumer.start()
+    seen: Counter[str] = Counter()
+    try:
+        ends = await consumer.end_offsets(list(consumer.assignment()))
+        while [tp for tp, end in ends.items() if await consumer.position(tp) < end]:
+            for msgs in (await consumer.getmany(timeout_ms=500)).values():
+                for m in msgs:
+                    rid = codec.decode(TRAJECTORIES.schema, m.value)["request_id"]
+                    if rid.startswith(f"{prefix}-"):
+                        seen[rid] += 1
+    finally:
+        await consumer.stop()
+    return seen
+
+
+async def test_a_reply_delivered_twice_publishes_one_trajectory_record(kafka: str, pg: postgres.Running,
+                                                                      tmp_path: Path) -> None:
+    """A stream processor that restarts re-emits replies it had emitted: the table keeps one row, and the
+    topic the training team reads gets one record per request (the row remembers it was published)."""
+    dsn = postgres.dsn(pg)
+    settings = Settings(kafka_bootstrap=kafka, postgres_dsn=dsn)
+    await prepare(settings)
+    records = replies("twice", 40)
+    env = env_for(kafka, dsn, tmp_path)
+    proc = await asyncio.to_thread(start_recorder, env, tmp_path / "recorder.log")
+    try:
+        await publish_paced(settings, records, 0.0)
+        await wait_stored(dsn, "twice", len(records), 60)
+        await publish_paced(settings, records[::2], 0.0)  # every other reply again, after it was recorded
+        markers = replies("marker", 4)
+        for i, m in enumerate(markers):  # one more reply in each room (partition) of the repeated ones
+            m["state"]["room_id"] = f"twice-room-{i}"
+        await publish_paced(settings, markers, 0.0)
+        await wait_stored(dsn, "marker", len(markers), 60)  # the recorder is past the repeated replies
+        await check_exactly_once(dsn, "twice", records)
+        seen = await published_records(kafka, "twice")
+        assert set(seen) == {r["state"]["request_id"] for r in records}
+        assert max(seen.values()) == 1, seen.most_common(3)
+    finally:
+        kill(proc, signal.SIGTERM)
 
 
 async def test_sigkill_mid_stream_loses_and_doubles_nothing(kafka: str, pg: postgres.Running,

@@ -30,6 +30,7 @@ GRANT INSERT, UPDATE ON rooms, coupons, coupon_grants, tool_idempotency, side_ef
 GRANT INSERT ON experiment_exposures, outcome_events TO livehost_hooks;
 -- trajectories: recorded requests and room memory
 GRANT INSERT ON trajectories, room_memory TO livehost_trajectories;
+GRANT UPDATE (published) ON trajectories TO livehost_trajectories;  -- marks a row's record as sent
 -- harness: the registry workflow
 GRANT INSERT, UPDATE ON harness_versions, harness_proposals, harness_reviews, harness_evaluations,
   harness_activations, harness_targets TO livehost_harness;
