@@ -59,6 +59,26 @@ class DeliveryClaims:
             return False
         return True
 
+    async def settle(self, key: str, result: str) -> None:
+        """Remember what the claimed delivery produced (best effort: a duplicate then repeats it)."""
+        try:
+            async with self._pool().acquire() as conn:
+                await conn.execute("UPDATE delivery_claims SET result = $3 WHERE scope = $1 AND key = $2",
+                                   self.scope, key, result)
+        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, RuntimeError) as exc:
+            log.warning("%s: could not record the result of claim %s: %s", self.scope, key, exc)
+
+    async def result(self, key: str) -> str | None:
+        """What the claim's delivery produced (None: not recorded yet, still in progress, or unknown)."""
+        try:
+            async with self._pool().acquire() as conn:
+                value = await conn.fetchval("SELECT result FROM delivery_claims WHERE scope = $1 AND key = $2",
+                                            self.scope, key)
+        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, RuntimeError) as exc:
+            log.warning("%s: could not read the result of claim %s: %s", self.scope, key, exc)
+            return None
+        return str(value) if value is not None else None
+
     async def release(self, key: str) -> None:
         """Give a claim back (the effect failed, so a retry must be accepted). Best effort."""
         try:

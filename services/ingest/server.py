@@ -20,6 +20,16 @@ from services.ingest import settings as service_settings
 log = logging.getLogger(__name__)
 
 
+def _landed(result: str | None) -> tuple[int, int]:
+    """Where the first submission of a duplicate landed; (-1, -1) while it is still being published
+    (or was published before results were recorded)."""
+    try:
+        partition, offset = (result or "").split(":")
+        return int(partition), int(offset)
+    except ValueError:
+        return -1, -1
+
+
 class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
     def __init__(self, settings: Settings, producer: Producer, claims: DeliveryClaims | None = None):
         self._settings = settings
@@ -32,8 +42,9 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
         if key is not None and self._claims is not None:
             try:
                 if not await self._claims.claim(key):  # the same client event within the window
+                    partition, offset = _landed(await self._claims.result(key))
                     return ingest_pb2.SubmitCommentResponse(event_id=event["event_id"], accepted=False,
-                                                            partition=-1, offset=-1)
+                                                            partition=partition, offset=offset)
             except ClaimsUnavailable as exc:  # accept rather than refuse: downstream dedups by event id
                 log.warning("%s; accepting without the duplicate check", exc)
                 key = None
@@ -43,6 +54,8 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
             if key is not None and self._claims is not None:
                 await self._claims.release(key)  # not published: the client's retry must be accepted
             raise
+        if key is not None and self._claims is not None:
+            await self._claims.settle(key, f"{partition}:{offset}")
         return ingest_pb2.SubmitCommentResponse(event_id=event["event_id"], accepted=True,
                                                 partition=partition, offset=offset)
 

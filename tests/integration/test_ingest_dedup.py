@@ -86,11 +86,14 @@ async def test_duplicate_client_event_id_is_not_accepted_across_a_restart(kafka_
         again = await stub.SubmitComment(comment(room, "c-1"))
         assert first.accepted and first.event_id == "c-1"
         assert not again.accepted and again.event_id == "c-1"
+        assert (again.partition, again.offset) == (first.partition, first.offset)  # the first result
+        assert first.offset >= 0
         assert (await stub.SubmitComment(comment(other, "c-1"))).accepted  # per room
         assert (await stub.SubmitComment(ingest_pb2.SubmitCommentRequest(
             room_id=room, user_id="u-1", text="no id: never deduplicated"))).accepted
     async with ingest(settings) as stub:  # a restarted Ingest remembers
-        assert not (await stub.SubmitComment(comment(room, "c-1"))).accepted
+        retried = await stub.SubmitComment(comment(room, "c-1"))
+        assert not retried.accepted and (retried.partition, retried.offset) == (first.partition, first.offset)
         assert (await stub.SubmitComment(comment(room, "c-2"))).accepted
     assert (await events_of(settings, room)).count("c-1") == 1
     short = settings.model_copy(update={"ingest_dedup_window_s": 0.5})
