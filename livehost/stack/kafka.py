@@ -62,6 +62,11 @@ SERVER_PROPERTIES = {
     "share.coordinator.state.topic.replication.factor": "1",
     "share.coordinator.state.topic.min.isr": "1",
     "group.initial.rebalance.delay.ms": "0",
+    # Apache Kafka refuses a session timeout below this (6000 by default), and a SIGKILLed member is only
+    # noticed when its session ends: the clients' LIVEHOST_KAFKA_SESSION_TIMEOUT_MS (livehost.config, the
+    # one place for that choice) may then be short enough for a ~3 s handover. Compose's broker sets the
+    # same (infra/kafka/compose/server.properties; tests/deploy checks both against the setting).
+    "group.min.session.timeout.ms": "1000",
     "num.network.threads": "2",
     "num.io.threads": "4",
     "num.recovery.threads.per.data.dir": "1",
@@ -88,6 +93,10 @@ logger.server.name = kafka.server.KafkaRaftServer
 logger.server.level = INFO
 logger.broker.name = kafka.server.BrokerServer
 logger.broker.level = INFO
+# One line per group rebalance and its reason ("removing member ... on heartbeat expiration" is a
+# session that ran out: a dead member, or a live one too starved to heartbeat).
+logger.groups.name = org.apache.kafka.coordinator.group.GroupMetadataManager
+logger.groups.level = INFO
 """
 
 

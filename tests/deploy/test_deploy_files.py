@@ -337,6 +337,30 @@ def test_grpc_ports_match_settings() -> None:
             assert Settings.model_fields[f"{name}_grpc_port"].default == port, name
 
 
+def _properties(text: str) -> dict[str, str]:
+    return dict(line.split("=", 1) for line in text.splitlines() if line.strip() and not line.startswith("#"))
+
+
+def test_group_session_settings_fit_each_broker() -> None:
+    """A consumer whose session timeout is below its broker's group.min.session.timeout.ms never joins its
+    group (InvalidSessionTimeoutError): the brokers LiveHost runs (embedded, compose) allow the setting's
+    default; the chart runs against brokers it does not configure, so it asks for no less than Apache
+    Kafka's default minimum (6000 ms). The heartbeat is at most a third of the session (Kafka's advice)."""
+    from livehost.config import Settings
+    from livehost.stack.kafka import SERVER_PROPERTIES
+
+    session = Settings.model_fields["kafka_session_timeout_ms"].default
+    heartbeat = Settings.model_fields["kafka_heartbeat_interval_ms"].default
+    compose = _properties((ROOT / "infra" / "kafka" / "compose" / "server.properties").read_text())
+    for name, props in (("embedded", SERVER_PROPERTIES), ("compose", compose)):
+        assert int(props.get("group.min.session.timeout.ms", 6000)) <= session, name
+    assert 3 * heartbeat <= session
+    chart = values()["config"]
+    chart_session = int(chart.get("kafka_session_timeout_ms", session))
+    assert chart_session >= 6000, "the chart's brokers keep Apache Kafka's default minimum session"
+    assert 3 * int(chart.get("kafka_heartbeat_interval_ms", heartbeat)) <= chart_session
+
+
 # --- images ----------------------------------------------------------------------------------------
 
 def _from_lines(dockerfile: Path) -> list[str]:
