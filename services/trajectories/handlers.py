@@ -86,4 +86,9 @@ class TrajectoryStore:
 
     async def mark_published(self, request_id: str) -> None:
         """The trajectory's record is on the topic: a later copy of its reply publishes nothing."""
-        await self._pool.execute("UPDATE trajectories SET published = true WHERE request_id = $1", request_id)
+        async with self._pool.acquire() as conn, conn.transaction():
+            # Durable before the reply is acknowledged, like the row (save): an asynchronous commit lost in
+            # a server crash left rows saying "never published" for records that went out (the crash test
+            # found 2 of 200), and a redelivered reply would then publish its record a second time.
+            await conn.execute("SET LOCAL synchronous_commit = on")
+            await conn.execute("UPDATE trajectories SET published = true WHERE request_id = $1", request_id)
