@@ -49,7 +49,10 @@ class DeliveryClaims:
         """True when this caller now owns ``key`` (first time, or the previous claim is older than the
         window); False for a duplicate. Raises :class:`ClaimsUnavailable` when the database fails."""
         try:
-            async with self._pool().acquire() as conn:
+            async with self._pool().acquire() as conn, conn.transaction():
+                # The effect follows the claim, so a claim a database crash takes back would let a
+                # redelivery repeat it: never an asynchronous commit here, whatever the server's setting.
+                await conn.execute("SET LOCAL synchronous_commit = on")
                 row = await conn.fetchval(_CLAIM, self.scope, key, float(self.window_s))
         except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, RuntimeError) as exc:
             UNAVAILABLE.labels(self.scope).inc()

@@ -22,13 +22,13 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-import asyncpg
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import KafkaConnectionError, KafkaError, TopicAlreadyExistsError, for_code
 
 from livehost import codec, metrics
 from livehost.config import Settings
+from livehost.db import transient_db_error
 from livehost.retry import backoff_delays
 from livehost.topics import ALL_TOPICS, DEAD_LETTER, Topic, by_name
 
@@ -248,12 +248,12 @@ async def dead_letter(producer: Producer, rec: ConsumerRecord, error: str, consu
     })
 
 
-# Failures of the infrastructure, not of the record: retried, never dead-lettered.
-TRANSIENT: tuple[type[BaseException], ...] = (
-    ConnectionError, asyncio.TimeoutError, KafkaConnectionError,
-    asyncpg.PostgresConnectionError, asyncpg.InterfaceError, asyncpg.CannotConnectNowError,
-    asyncpg.AdminShutdownError, asyncpg.TooManyConnectionsError,
-)
+def transient(exc: BaseException) -> bool:
+    """A failure of the infrastructure, not of the record: retried, never dead-lettered. The broker's
+    connection errors, and what livehost.db says is PostgreSQL being away (one list for every service:
+    it includes the errors a crashing server leaves on pooled connections)."""
+    return isinstance(exc, KafkaConnectionError) or transient_db_error(exc)
+
 
 Handler = Callable[[Topic, dict[str, Any], ConsumerRecord], Awaitable[None]]
 
@@ -420,7 +420,9 @@ class ConsumerLoop:
                     _TRANSACTION.reset(token)
                 offsets = {tp: records[-1].offset + 1 for tp, records in batches.items()}
                 await txn.send_offsets_to_transaction(offsets, self.group_id)
-        except (KafkaError, *TRANSIENT) as exc:
+        except Exception as exc:
+            if not (isinstance(exc, KafkaError) or transient(exc)):
+                raise
             if self._stop.is_set():
                 raise
             self._txn_failures[key] = failures + 1
@@ -478,17 +480,19 @@ class ConsumerLoop:
                 metrics.HANDLE_SECONDS.labels(self.group_id, rec.topic).observe(time.perf_counter() - started)
                 metrics.RECORDS.labels(self.group_id, rec.topic, "ok").inc()
                 return
-            except TRANSIENT as exc:
-                # The database or broker is restarting: wait it out and retry this record (its offset
-                # is not committed meanwhile), rather than dead-lettering an accepted request.
-                if self._stop.is_set():
-                    raise
-                metrics.RECORDS.labels(self.group_id, rec.topic, "retry").inc()
-                delay = next(delays)
-                log.warning("transient failure on %s[%d]@%d (%s: %s); retrying in %.1fs", rec.topic,
-                            rec.partition, rec.offset, type(exc).__name__, exc, delay)
-                await asyncio.sleep(delay)
-            except Exception as exc:  # a poison record must not stop the room
+            except Exception as exc:
+                if transient(exc):
+                    # The database or broker is restarting: wait it out and retry this record (its offset
+                    # is not committed meanwhile), rather than dead-lettering an accepted request.
+                    if self._stop.is_set():
+                        raise
+                    metrics.RECORDS.labels(self.group_id, rec.topic, "retry").inc()
+                    delay = next(delays)
+                    log.warning("transient failure on %s[%d]@%d (%s: %s); retrying in %.1fs", rec.topic,
+                                rec.partition, rec.offset, type(exc).__name__, exc, delay)
+                    await asyncio.sleep(delay)
+                    continue
+                # a poison record must not stop the room
                 if isinstance(exc, KafkaError) and _TRANSACTION.get() is not None:
                     raise  # the batch's transaction is broken: abort it and re-read (_handle_in_transaction)
                 log.exception("handler failed on %s[%d]@%d", rec.topic, rec.partition, rec.offset)
