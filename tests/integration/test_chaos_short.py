@@ -2,7 +2,8 @@
 embedded stack, 20 rooms at 10 comments/s, the hooks worker SIGKILLed (supervisor restart), the broker
 killed -9 and restarted, then poison records on every consumed topic (undecodable, wrong schema; on the
 room-events topic also a 600 KB campaign_json and a path-like event id). Prints the table rows; fails
-when a comment is lost, speech or a side effect is duplicated, or a poison record is not dead-lettered."""
+when a comment is lost, speech, a trajectory or a side effect is duplicated, a reply has no trajectory row,
+or a poison record is not dead-lettered."""
 
 from __future__ import annotations
 
@@ -17,12 +18,9 @@ from livehost.topics import ROOM_EVENTS, TRAJECTORIES
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 
 
-# Known and open (issue 12): a SIGKILL of the hooks worker intermittently loses comments — 0, 1 and 3 of
-# 120 in three runs with the default guarantees (Faust exactly_once in hooks, transactional loops); 0 with
-# every transaction off, 38 with only the hooks processor at-least-once. The test still runs and prints
-# its table on every `make test`; xfail (not strict) keeps a known loss visible without blocking CI, and
-# an XPASS shows the runs where nothing was lost.
-@pytest.mark.xfail(strict=False, reason="open: a hooks SIGKILL intermittently loses 0-3 of 120 comments")
+# A hooks SIGKILL used to lose 0-3 of 120 comments here intermittently (issue 12) while the hooks
+# processor ran Faust's exactly_once; at-least-once with static group membership lost none in every run
+# since (README "The fault suite"), so any loss fails the test again.
 async def test_short_fault_suite(tmp_path: Path) -> None:
     saved = dict(os.environ)
     try:
@@ -36,6 +34,7 @@ async def test_short_fault_suite(tmp_path: Path) -> None:
         assert row["lost"] == 0, row
         assert row["dup_speech"] == 0, row
         assert row["dup_fx"] == 0, row
+        assert row["dup_traj"] == 0 and row["miss_traj"] == 0, row
     dead = rows[-1]["dead_by_topic"]
     print(f"dead-lettered by source topic: {dead}")
     # Each consumed topic's two poison records reach the dead-letter topic (agent.trajectories has no
