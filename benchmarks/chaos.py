@@ -252,13 +252,7 @@ def inject(stack: Stack, fault: str) -> None:
             os.killpg(proc.pid, signal.SIGKILL)
         return
     if fault == "postgres":  # a crash (SIGKILL of the postmaster), then a start on the same data and port
-        rec = stack.postgres
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(rec.pid, signal.SIGKILL)
-        time.sleep(2.0)
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(rec.pid, signal.SIGKILL)
-        stack.postgres = postgres.start(Path(rec.workdir), port=rec.ports["postgres"])
+        stack.postgres = postgres.crash_restart(stack.postgres)
         return
     if fault == "triton":
         rec = stack.triton

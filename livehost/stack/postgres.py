@@ -14,11 +14,13 @@ every ancestor directory of the data dir gets the search bit for others (pytest'
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import pwd
 import secrets
 import shutil
+import signal
 import stat
 import subprocess
 import time
@@ -320,3 +322,14 @@ def stop(rec: Running, timeout: float = 15.0) -> None:
             subprocess.run(argv, stdout=log, stderr=subprocess.STDOUT, env=_child_env(), cwd="/", check=False)
         wait_exit(rec.pid, timeout, rec.cmd_match)
     stop_pid(rec.pid, timeout, rec.cmd_match)
+
+
+def crash_restart(rec: Running, down_s: float = 2.0) -> Running:
+    """A crash, for fault drills and tests: SIGKILL of the postmaster, its orphaned backends killed
+    ``down_s`` later, then a start on the same data and port (PostgreSQL's crash recovery)."""
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(rec.pid, signal.SIGKILL)
+    time.sleep(down_s)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(rec.pid, signal.SIGKILL)
+    return start(Path(rec.workdir), port=rec.ports["postgres"])

@@ -10,7 +10,6 @@ the table holds exactly one row per request: nothing lost, nothing doubled, noth
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import os
 import signal
@@ -267,17 +266,6 @@ async def test_postgres_restart_mid_stream_loses_nothing(kafka: str, pg: postgre
         pg.pid, pg.extra = rec.pid, rec.extra  # the fixture stops what is running now
 
 
-def crash_postgres(rec: postgres.Running) -> postgres.Running:
-    """What the fault suite's ``postgres`` fault does: SIGKILL of the postmaster, its orphaned backends
-    killed 2 s later, then a start on the same data and port (crash recovery)."""
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(rec.pid, signal.SIGKILL)
-    time.sleep(2.0)
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(rec.pid, signal.SIGKILL)
-    return postgres.start(Path(rec.workdir), port=rec.ports["postgres"])
-
-
 async def test_postgres_crash_mid_stream_loses_nothing(kafka: str, pg: postgres.Running, tmp_path: Path) -> None:
     """Two postmaster crashes while the recorder writes. Before the fix this lost rows two ways: a pooled
     connection left mid-operation raised asyncpg's InternalClientError, which the recorder did not take
@@ -295,7 +283,7 @@ async def test_postgres_crash_mid_stream_loses_nothing(kafka: str, pg: postgres.
         publishing = asyncio.create_task(publish_paced(settings, records, 0.02))
         for at_least in (40, 110):
             await wait_stored(dsn, "pgcrash", at_least, 60)
-            rec = await asyncio.to_thread(crash_postgres, rec)
+            rec = await asyncio.to_thread(postgres.crash_restart, rec)  # what the fault suite does
             assert postgres.dsn(rec) == dsn
         await publishing
         await wait_stored(dsn, "pgcrash", TOTAL, 90)
