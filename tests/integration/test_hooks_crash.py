@@ -75,13 +75,6 @@ def outcomes(requests: list[dict[str, Any]], replies: list[dict[str, Any]]) -> d
     return seen
 
 
-# Known loss, not hidden: reproduced 4 of 11 runs on 2026-12-01 (and in CI). The restarted worker's
-# Faust stream sometimes takes one record and then no more of its partitions (positions stop, no error
-# logged), or skips the record at the committed offset; the comments behind it get no outcome. Issue 12
-# stays open until this passes every time; strict=False so a run that happens to pass is reported as
-# XPASS, not hidden.
-@pytest.mark.xfail(strict=False, reason="hooks restart right after SIGKILL: Faust stream stalls or skips the "
-                                        "record at the committed offset (issue 12, open)")
 async def test_hooks_worker_killed_mid_merge_window_loses_no_comment(
         tmp_path: Path, kafka_bootstrap: str, pg_server: str) -> None:
     dsn = await create_database(pg_server)
