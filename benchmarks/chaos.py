@@ -35,12 +35,13 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 import signal
 import tempfile
 import threading
 import time
 import uuid
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -228,6 +229,15 @@ async def tool_drill(stack: Stack, kind: str) -> None:
         await pool.close()
 
 
+def cancel_reasons(seen: Seen, requests: set[str]) -> dict[str, int]:
+    """Why requests were cancelled, numbers masked so that equal reasons count together."""
+    reasons: Counter[str] = Counter()
+    for r in requests:
+        if seen.replies[r]["outcome"] == "cancelled":
+            reasons[re.sub(r"\d+", "N", (seen.replies[r].get("reason") or "?"))[:90]] += 1
+    return dict(reasons.most_common())
+
+
 def tool_errors(seen: Seen, requests: set[str]) -> dict[str, Any]:
     """Failed tool results in these requests' final states, by error code, and their requests' outcomes."""
     codes: dict[str, int] = defaultdict(int)
@@ -321,6 +331,7 @@ async def phase(stack: Stack, seen: Seen, producer: Producer, fault: str, *, rat
         "max_s": max((seen.reply_at[r] - created[r] for r in requests), default=0.0),
         "dead_lettered": sum(seen.dead_letters.values()) - dead_before,
         "ids": ids, "late": 0, "tool_errors": tool_errors(seen, requests),
+        "cancel_reasons": cancel_reasons(seen, requests),
         "dead_by_topic": {t: n - dead_by_topic_before.get(t, 0) for t, n in seen.dead_letters.items()
                           if n > dead_by_topic_before.get(t, 0)},
     }
@@ -423,6 +434,8 @@ async def _run_on(faults: list[str], *, replicas: int, rooms: int, rate: float, 
                     rows.append(row)
                     if row["dead_by_topic"]:
                         print(f"  dead-lettered by source topic: {row['dead_by_topic']}", flush=True)
+                    if row["cancel_reasons"]:
+                        print(f"  cancelled: {row['cancel_reasons']}", flush=True)
                     if row["tool_errors"]["codes"]:
                         print(f"  failed tool results: {row['tool_errors']['codes']}; their requests ended "
                               f"{row['tool_errors']['requests_by_outcome']}", flush=True)

@@ -2,11 +2,13 @@
 
 A short session timeout makes the first group join take seconds rather than half a minute.
 
-Only on the optional Tansu broker (``kafka_flavour == "tansu"``) two workarounds apply: Faust
-hard-codes ``fetch_max_wait_ms=1500`` for its worker consumer, and Tansu does not answer a waiting
-fetch when data arrives (~380 ms per hop), so the worker consumer gets the configured short wait; and
-a changelog table recovered one record short on Tansu unless producer batches hold one record.
-Apache Kafka needs neither.
+Faust hard-codes ``fetch_max_wait_ms=1500`` for its worker consumer; it gets the configured wait
+(``kafka_fetch_max_wait_ms``, as every other consumer). On Apache Kafka a long wait costs nothing in
+steady state (the broker answers a waiting fetch when data arrives), but the consumer keeps one fetch
+in flight per broker, so a partition resumed or sought after a rebalance waited up to 1.5 s for the
+fetch already in flight. On the optional Tansu broker the short wait is needed anyway: Tansu does not
+answer a waiting fetch when data arrives (~380 ms per hop). Only on Tansu, a changelog table
+recovered one record short unless producer batches hold one record.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ def _patch_faust_clients(fetch_max_wait_ms: int | None, read_committed: bool, id
       upstream of the stream processors write in Kafka transactions, so records of an aborted
       transaction must never reach them;
     - its producers are idempotent only under exactly_once;
-    - its worker consumer's fetch wait is hard-coded (the Tansu workaround above);
+    - its worker consumer's fetch wait is hard-coded (see the module's docstring);
     - it has no setting for static group membership (``livehost.kafka.group_instance_id``).
     """
     wanted = (fetch_max_wait_ms, read_committed, idempotent, instance_id)
@@ -239,7 +241,7 @@ def make_app(app_id: str, settings: Settings, *, exactly_once: bool = False, **o
     _patch_faust_ack_gaps()
     _patch_faust_untracked_acks()
     _patch_faust_seek_before_resume()
-    _patch_faust_clients(max(settings.kafka_fetch_max_wait_ms, 10) if tansu else None,
+    _patch_faust_clients(max(settings.kafka_fetch_max_wait_ms, 10),
                          read_committed=not tansu, idempotent=settings.kafka_enable_idempotence and not tansu,
                          instance_id=group_instance_id(settings, app_id))
     datadir = state_dir() / "faust"

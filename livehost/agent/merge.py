@@ -66,6 +66,12 @@ class Merger:
     def flush_room(self, room_id: str) -> Batch | None:
         return self._open.pop(room_id, None)
 
+    def flush_all(self) -> list[Batch]:
+        """Every open batch, now (the windows are gone afterwards)."""
+        batches = list(self._open.values())
+        self._open.clear()
+        return batches
+
     def has_room(self, room_id: str) -> bool:
         """True while the room has an open merge window."""
         return room_id in self._open

@@ -97,7 +97,11 @@ def build(settings: Settings | None = None, *, sender: Sender | None = None,
           provider_factory: ProviderFactory | None = None, clock: Clock = now_ms,
           assigner_factory: AssignerFactory | None = None) -> HooksApp:
     settings = settings or load_settings()
-    app = make_app(hooks_settings.APP_ID, settings, exactly_once=hooks_settings.EXACTLY_ONCE)
+    # stream_wait_empty=False: on a rebalance, do not wait for the held comments to be acknowledged
+    # (they cannot be while the rebalance stops the actions that would release them); they are
+    # dropped and read again instead (forget_held below, HooksHandler.drop_held).
+    app = make_app(hooks_settings.APP_ID, settings, exactly_once=hooks_settings.EXACTLY_ONCE,
+                   stream_wait_empty=False)
     topics = {t.name: faust_topic(app, t) for t in (ROOM_EVENTS, ACTIONS, REQUESTS, TOOL_CALLS, REPLIES, DEAD_LETTER)}
     rooms = app.Table("rooms", default=None, partitions=ROOM_EVENTS.partitions, key_type=str, value_type=str)
     changelog = cast(Any, rooms).changelog_topic_name
@@ -161,6 +165,24 @@ def build(settings: Settings | None = None, *, sender: Sender | None = None,
             await out(DEAD_LETTER, source.name, {
                 "source_topic": source.name, "partition": msg.partition, "offset": msg.offset, "key": msg.key,
                 "value": msg.value, "error": error[:2000], "consumer": app.conf.id, "ts_ms": clock()})
+
+    async def forget_held(sender: Any, *args: Any, **kwargs: Any) -> None:
+        revoked = args[0] if args else kwargs.get("revoked")
+        if not revoked or "h" not in holder:
+            return
+        held = holder["h"].drop_held()
+        consumer = cast(Any, app.consumer)
+        for token in held:  # read again after the rebalance: nothing to wait for, nothing to commit
+            consumer._unacked_messages.discard(token.message)
+        # Faust dropped the revoked partitions' acknowledgements when the revocation began; a merge
+        # window that closed since then acknowledged comments of the old assignment, which must not
+        # count toward a commit ahead of the held comments read again before them
+        for tp in [tp for tp in consumer._acked if tp.topic == ROOM_EVENTS.name]:
+            consumer._acked.pop(tp, None)
+            consumer._acked_index.pop(tp, None)
+        log.info("hooks: rebalance; dropped %d held comments, read again from the committed offsets", len(held))
+
+    app.on_partitions_revoked.connect(cast(Any, forget_held))
 
     @app.task
     async def warm_up() -> None:
