@@ -100,3 +100,30 @@ async def test_outside_a_recovery_step_resume_is_immediate() -> None:
     consumer.pause_partitions({STREAM})
     consumer.resume_partitions({STREAM})
     assert not client.paused and STREAM in consumer._active_partitions
+
+
+async def test_the_table_manager_starts_without_a_pause() -> None:
+    """Faust's TableManager.on_start slept 1.0 s before registering tables (livehost.faustutil.
+    _patch_faust_table_start); LiveHost declares its tables before the worker starts."""
+    from faust.tables.manager import TableManager
+
+    from livehost.faustutil import _patch_faust_table_start
+
+    _patch_faust_table_start()
+    slept: list[float] = []
+    calls: list[str] = []
+
+    async def sleep(seconds: float) -> None:
+        slept.append(seconds)
+
+    async def update_channels() -> None:
+        calls.append("channels")
+
+    async def start() -> None:
+        calls.append("recovery")
+
+    manager = SimpleNamespace(sleep=sleep, should_stop=False, _update_channels=update_channels,
+                              recovery=SimpleNamespace(start=start))
+    await TableManager.on_start(manager)  # type: ignore[arg-type]
+    assert sum(slept) == 0
+    assert calls == ["channels", "recovery"]
