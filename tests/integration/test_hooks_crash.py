@@ -138,3 +138,72 @@ async def test_hooks_worker_killed_mid_merge_window_loses_no_comment(
           f"in more than one request {len(duplicated)}")
     assert queued_at_kill, "the scenario must have requests waiting in room queues when the worker dies"
     assert not lost, f"comments lost by the crash: {lost}"
+
+
+async def test_one_of_two_hooks_workers_killed_the_survivor_merges_every_comment_once(
+        tmp_path: Path, kafka_bootstrap: str, pg_server: str) -> None:
+    """Two replicas; one SIGKILLed for good with comments held. The survivor's own held comments are
+    revoked in the rebalance too: it drops them and reads them again with the dead worker's, so every
+    comment gets an outcome and none lands in two requests (before HooksHandler.drop_held the survivor
+    waited for its held comments until they went stale)."""
+    dsn = await create_database(pg_server)
+    settings = Settings(kafka_bootstrap=kafka_bootstrap, postgres_dsn=dsn)
+    await ensure_topics(settings)
+    pool = await connect_pool(dsn, attempts=10)
+    try:
+        await migrate(pool)
+    finally:
+        await pool.close()
+    base = {**worker_env(kafka_bootstrap, dsn, tmp_path), "LIVEHOST_MERGE_WINDOW_MS": str(WINDOW_MS),
+            "LIVEHOST_REQUEST_TTL_MS": "120000"}
+    workers = {}
+    for n in (1, 2):
+        workers[n] = await asyncio.to_thread(start_worker, "hooks", {**base, "LIVEHOST_REPLICA_ID": f"hooks-{n}"},
+                                             tmp_path / f"hooks-{n}.log")
+    producer = Producer(settings)
+    await producer.start()
+    tag = uuid.uuid4().hex[:6]
+    rooms = [f"room-{tag}-{i}" for i in range(2 * ROOMS)]  # both workers own some rooms
+    sent: list[str] = []
+
+    async def comments(n: int) -> None:
+        for room in rooms:
+            eid = f"{room}-c{n}"
+            sent.append(eid)
+            await producer.send(ROOM_EVENTS, room, {"event_id": eid, "room_id": room, "type": "comment",
+                                                    "ts_ms": int(time.time() * 1000), "user_id": f"u{n}",
+                                                    "text": f"is link {n} still available?"})
+
+    try:
+        await asyncio.sleep(3.0)  # the second join's rebalance settles
+        for room in rooms:
+            await producer.send(ROOM_EVENTS, room, {"event_id": f"{room}-sw", "room_id": room,
+                                                    "type": "product_switch", "ts_ms": int(time.time() * 1000),
+                                                    "link_id": 1})
+        await comments(1)  # in flight
+        await asyncio.sleep(WINDOW_MS / 1000 + 1.5)
+        await comments(2)  # queued
+        await asyncio.sleep(WINDOW_MS / 1000 + 1.5)
+        await comments(3)  # open windows
+        await asyncio.sleep(0.3)
+        before = outcomes(await read_all(settings, REQUESTS), await read_all(settings, REPLIES))
+        held_at_kill = [e for e in sent if not e.endswith("c1") and e not in before]
+        os.killpg(workers[1].pid, signal.SIGKILL)
+        workers[1].wait(10)
+        deadline = time.monotonic() + 60
+        while True:
+            seen = outcomes(await read_all(settings, REQUESTS), await read_all(settings, REPLIES))
+            lost = [e for e in sent if e not in seen]
+            if not lost or time.monotonic() > deadline:
+                break
+            await asyncio.sleep(1.0)
+    finally:
+        await producer.stop()
+        for proc in workers.values():
+            stop_worker(proc)
+    duplicated = {e: ids for e, ids in seen.items() if e in sent and len(ids) > 1}
+    print(f"\none of two hooks workers SIGKILLed with {len(held_at_kill)} comments held; comments sent {len(sent)}, "
+          f"with an outcome {len(sent) - len(lost)}, lost {len(lost)}, in more than one request {len(duplicated)}")
+    assert held_at_kill, "the scenario must have comments held when the worker dies"
+    assert not lost, f"comments lost: {lost}"
+    assert not duplicated, f"comments merged into more than one request: {duplicated}"
