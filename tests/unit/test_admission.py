@@ -90,3 +90,20 @@ async def test_the_in_flight_limit_shrinks_while_requests_are_slow_and_grows_bac
         (state,) = [r["state"] for r in of(await burst(h, at, ["room-0"], f"f{n}"), REQUESTS.name)]
         await h.on_action(no_reply(state), at + WINDOW + 100)
     assert slow_limit < h.limit <= 8
+
+
+async def test_a_stale_slow_estimate_never_sheds_a_request_that_would_start_at_once() -> None:
+    """Three slow first requests (a cold start) must not make every later request of an idle room
+    shed: the estimate is learnt from admitted requests only, so it could never recover."""
+    h = handler()
+    for n in range(3):  # 9.2 s each from release to outcome: longer than a 10 s TTL leaves after merging
+        at = T0 + 20_000 * n
+        (state,) = [r["state"] for r in of(await burst(h, at, ["room-0"], f"slow{n}"), REQUESTS.name)]
+        await h.on_action(no_reply(state), at + WINDOW + 9_200)
+    assert h.service_ms == 9_200
+    t1 = T0 + 80_000
+    started = of(await burst(h, t1, ["room-1"], "idle"), REQUESTS.name)  # nothing ahead in room-1
+    assert len(started) == 1 and h.in_flight("room-1") == started[0]["state"]["request_id"]
+    (fast,) = [r["state"] for r in started]
+    await h.on_action(no_reply(fast), t1 + WINDOW + 500)
+    assert h.service_ms < 9_200  # the estimate learns again
