@@ -18,6 +18,8 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
+from livehost.agent.state import REACT_PREFIX
+
 trajectories_app = typer.Typer(help="Export recorded trajectories for training (sft, rl, raw) and score rewards.",
                                no_args_is_help=True)
 augment_app = typer.Typer(help="Harness-State Augmentation: harness variants and rewritten trajectories.",
@@ -170,10 +172,14 @@ def run_augment(harness: Any, n: int, seed: int, out: Path, trajectories: Path |
     for i, row in enumerate(rows, 1):
         validate("raw", row, i)
     base = harness.version()
-    matching = [r for r in rows if r["harness_version"] == base]
+    # ReAct-baseline requests (an experiment's react arm) use no skills or pipeline of the harness:
+    # nothing of theirs can be renamed or reworded, and they would not replay against a variant
+    react = [r for r in rows if str(r.get("policy") or "").startswith(REACT_PREFIX)]
+    matching = [r for r in rows if r["harness_version"] == base and r not in react]
     index: dict[str, Any] = {"base_version": base, "seed": seed, "variants": [],
                              "trajectories": {"read": len(rows), "rewritten_per_variant": len(matching),
-                                              "skipped_other_version": len(rows) - len(matching)}}
+                                              "skipped_react_baseline": len(react),
+                                              "skipped_other_version": len(rows) - len(matching) - len(react)}}
     for v in variants(harness, n, seed):
         folder = out / f"variant-{v.index:03d}"
         dump(v.harness, folder / "harness")

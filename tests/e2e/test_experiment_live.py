@@ -32,9 +32,17 @@ async def test_live_experiment_assigns_users_to_arms(system: System) -> None:
     await store.start(name)
     try:
         await asyncio.sleep(REFRESH_S + 1)  # the hooks processor re-reads running experiments
-        users = [f"exp-user-{i}" for i in range(8)]
+        # four viewers per arm (the experiment's name is random, so a fixed list of users could all
+        # hash to one arm: 1 run in 128)
+        by_arm: dict[str, list[str]] = {"control": [], "react": []}
+        for i in range(256):
+            user = f"exp-user-{i}"
+            arm = exp.assign(user)[0].name
+            if len(by_arm[arm]) < 4:
+                by_arm[arm].append(user)
+        users = by_arm["control"] + by_arm["react"]
         expected = {u: exp.assign(u)[0].name for u in users}
-        assert set(expected.values()) == {"control", "react"}, "pick users that cover both arms"
+        assert len(users) == 8 and set(expected.values()) == {"control", "react"}, "users covering both arms"
         replies = {}
         for user in users:
             event_id = await publish_comment(system, "room-b", user, "how much is the kettle on link 2?")

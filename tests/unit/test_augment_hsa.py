@@ -120,7 +120,9 @@ def _tree(root: Path) -> dict[str, bytes]:
 def test_cli_writes_valid_reproducible_variants(tmp_path: Path, trajectories: list[dict]) -> None:
     src = tmp_path / "raw.jsonl"
     other = dict(trajectories[0], harness_version="0000000000000000", request_id="req-other")
-    src.write_text("".join(json.dumps(t) + "\n" for t in [*trajectories, other]))
+    # an experiment's ReAct arm: same harness version, no skills of it used; skipped, not replayed
+    react = dict(trajectories[0], policy="react:policy_llm", request_id="req-react")
+    src.write_text("".join(json.dumps(t) + "\n" for t in [*trajectories, other, react]))
     runner = CliRunner()
     outs = []
     for name in ("a", "b"):
@@ -131,7 +133,8 @@ def test_cli_writes_valid_reproducible_variants(tmp_path: Path, trajectories: li
         outs.append(out)
     assert _tree(outs[0]) == _tree(outs[1])  # same seed, identical output
     index = json.loads((outs[0] / "index.json").read_text())
-    assert index["trajectories"] == {"read": 3, "rewritten_per_variant": 2, "skipped_other_version": 1}
+    assert index["trajectories"] == {"read": 4, "rewritten_per_variant": 2, "skipped_react_baseline": 1,
+                                     "skipped_other_version": 1}
     assert set().union(*(set(v["kinds"]) for v in index["variants"])) == set(AUGMENT_KINDS)
     for entry in index["variants"]:
         folder = outs[0] / entry["path"]
