@@ -244,9 +244,11 @@ async def test_faults_are_structured_errors(store: CommerceStore, demo: str, har
     if fault == "timeout":
         assert out.duration_ms >= 150 and "150 ms" in (out.error_message or "")
     assert await grants(store.pool, demo) == 0  # a faulted coupon call issued nothing
-    # other capabilities are unaffected
+    # other capabilities are unaffected (with the harness's own timeouts: this checks the fault's scope,
+    # not how fast an unfaulted query answers on a busy machine — 244 ms against 150 ms once)
     other = "faq.search" if capability != "faq" else "product.by_link"
-    ok = await call(ex, fast, other, ctx(demo), **({"query": "returns"} if other == "faq.search" else {"link_id": 3}))
+    args: dict[str, Any] = {"query": "returns"} if other == "faq.search" else {"link_id": 3}
+    ok = await call(ex, harness, other, ctx(demo), **args)
     assert ok.ok and ok.fault is None
 
 
