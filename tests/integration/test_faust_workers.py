@@ -45,6 +45,16 @@ def infra(tmp_path_factory: pytest.TempPathFactory,
         yield module_kafka_bootstrap, dsn, root
 
 
+async def prepare_system(settings: Settings) -> None:
+    """Topics created and the database migrated, as the services expect at start-up."""
+    await ensure_topics(settings)
+    pool = await connect_pool(settings.postgres_dsn, attempts=10)
+    try:
+        await migrate(pool)
+    finally:
+        await pool.close()
+
+
 def worker_env(bootstrap: str, dsn: str, root: Path) -> dict[str, str]:
     return {**os.environ, "LIVEHOST_KAFKA_BOOTSTRAP": bootstrap, "LIVEHOST_POSTGRES_DSN": dsn,
             "LIVEHOST_STATE_DIR": str(root / "state"), "LIVEHOST_CONNECT_BACKOFF_MAX_S": "1",
@@ -81,15 +91,7 @@ def workers(infra: tuple[str, str, Path]) -> Iterator[Settings]:
     bootstrap, dsn, root = infra
     settings = Settings(kafka_bootstrap=bootstrap, postgres_dsn=dsn)
 
-    async def prepare() -> None:
-        await ensure_topics(settings)
-        pool = await connect_pool(dsn, attempts=10)
-        try:
-            await migrate(pool)
-        finally:
-            await pool.close()
-
-    asyncio.run(prepare())
+    asyncio.run(prepare_system(settings))
     env = worker_env(bootstrap, dsn, root)
     procs = []
     try:

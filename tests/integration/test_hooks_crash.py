@@ -23,13 +23,12 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from livehost import codec
 from livehost.config import Settings
-from livehost.db import connect_pool, migrate
-from livehost.kafka import Producer, ensure_topics
+from livehost.kafka import Producer
 from livehost.stack.testing import kafka_client
 from livehost.topics import REPLIES, REQUESTS, ROOM_EVENTS, Topic
 
 from .conftest import create_database
-from .test_faust_workers import start_worker, stop_worker, worker_env
+from .test_faust_workers import prepare_system, start_worker, stop_worker, worker_env
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 ROOMS = 6
@@ -75,17 +74,34 @@ def outcomes(requests: list[dict[str, Any]], replies: list[dict[str, Any]]) -> d
     return seen
 
 
+async def fresh_system(kafka_bootstrap: str, pg_server: str) -> Settings:
+    """A new database on the session's PostgreSQL, migrated, and the topics created."""
+    settings = Settings(kafka_bootstrap=kafka_bootstrap, postgres_dsn=await create_database(pg_server))
+    await prepare_system(settings)
+    return settings
+
+
+async def send_switches(producer: Producer, rooms: list[str]) -> None:
+    for room in rooms:
+        await producer.send(ROOM_EVENTS, room, {"event_id": f"{room}-sw", "room_id": room,
+                                                "type": "product_switch", "ts_ms": int(time.time() * 1000),
+                                                "link_id": 1})
+
+
+async def send_comments(producer: Producer, rooms: list[str], n: int, sent: list[str]) -> None:
+    """Comment ``n`` in every room; its event ids are appended to ``sent``."""
+    for room in rooms:
+        eid = f"{room}-c{n}"
+        sent.append(eid)
+        await producer.send(ROOM_EVENTS, room, {"event_id": eid, "room_id": room, "type": "comment",
+                                                "ts_ms": int(time.time() * 1000), "user_id": f"u{n}",
+                                                "text": f"is link {n} still available?"})
+
+
 async def test_hooks_worker_killed_mid_merge_window_loses_no_comment(
         tmp_path: Path, kafka_bootstrap: str, pg_server: str) -> None:
-    dsn = await create_database(pg_server)
-    settings = Settings(kafka_bootstrap=kafka_bootstrap, postgres_dsn=dsn)
-    await ensure_topics(settings)
-    pool = await connect_pool(dsn, attempts=10)
-    try:
-        await migrate(pool)
-    finally:
-        await pool.close()
-    env = {**worker_env(kafka_bootstrap, dsn, tmp_path), "LIVEHOST_MERGE_WINDOW_MS": str(WINDOW_MS),
+    settings = await fresh_system(kafka_bootstrap, pg_server)
+    env = {**worker_env(kafka_bootstrap, settings.postgres_dsn, tmp_path), "LIVEHOST_MERGE_WINDOW_MS": str(WINDOW_MS),
            "LIVEHOST_REQUEST_TTL_MS": "120000", "LIVEHOST_REPLICA_ID": "hooks-1"}
     log = tmp_path / "hooks.log"
     worker = await asyncio.to_thread(start_worker, "hooks", env, log)
@@ -95,24 +111,14 @@ async def test_hooks_worker_killed_mid_merge_window_loses_no_comment(
     rooms = [f"room-{tag}-{i}" for i in range(ROOMS)]
     sent: list[str] = []
 
-    async def comments(n: int) -> None:
-        for room in rooms:
-            eid = f"{room}-c{n}"
-            sent.append(eid)
-            await producer.send(ROOM_EVENTS, room, {"event_id": eid, "room_id": room, "type": "comment",
-                                                    "ts_ms": int(time.time() * 1000), "user_id": f"u{n}",
-                                                    "text": f"is link {n} still available?"})
 
     try:
-        for room in rooms:
-            await producer.send(ROOM_EVENTS, room, {"event_id": f"{room}-sw", "room_id": room,
-                                                    "type": "product_switch", "ts_ms": int(time.time() * 1000),
-                                                    "link_id": 1})
-        await comments(1)  # becomes each room's in-flight request
+        await send_switches(producer, rooms)
+        await send_comments(producer, rooms, 1, sent)  # becomes each room's in-flight request
         await asyncio.sleep(WINDOW_MS / 1000 + 1.5)
-        await comments(2)  # merged, then queued behind the in-flight one
+        await send_comments(producer, rooms, 2, sent)  # merged, then queued behind the in-flight one
         await asyncio.sleep(WINDOW_MS / 1000 + 1.5)
-        await comments(3)  # still in its open merge window when the worker dies
+        await send_comments(producer, rooms, 3, sent)  # still in its open merge window when the worker dies
         await asyncio.sleep(0.3)
         before = outcomes(await read_all(settings, REQUESTS), await read_all(settings, REPLIES))
         os.killpg(worker.pid, signal.SIGKILL)
@@ -146,15 +152,8 @@ async def test_one_of_two_hooks_workers_killed_the_survivor_merges_every_comment
     revoked in the rebalance too: it drops them and reads them again with the dead worker's, so every
     comment gets an outcome and none lands in two requests (before HooksHandler.drop_held the survivor
     waited for its held comments until they went stale)."""
-    dsn = await create_database(pg_server)
-    settings = Settings(kafka_bootstrap=kafka_bootstrap, postgres_dsn=dsn)
-    await ensure_topics(settings)
-    pool = await connect_pool(dsn, attempts=10)
-    try:
-        await migrate(pool)
-    finally:
-        await pool.close()
-    base = {**worker_env(kafka_bootstrap, dsn, tmp_path), "LIVEHOST_MERGE_WINDOW_MS": str(WINDOW_MS),
+    settings = await fresh_system(kafka_bootstrap, pg_server)
+    base = {**worker_env(kafka_bootstrap, settings.postgres_dsn, tmp_path), "LIVEHOST_MERGE_WINDOW_MS": str(WINDOW_MS),
             "LIVEHOST_REQUEST_TTL_MS": "120000"}
     workers = {}
     for n in (1, 2):
@@ -166,25 +165,15 @@ async def test_one_of_two_hooks_workers_killed_the_survivor_merges_every_comment
     rooms = [f"room-{tag}-{i}" for i in range(2 * ROOMS)]  # both workers own some rooms
     sent: list[str] = []
 
-    async def comments(n: int) -> None:
-        for room in rooms:
-            eid = f"{room}-c{n}"
-            sent.append(eid)
-            await producer.send(ROOM_EVENTS, room, {"event_id": eid, "room_id": room, "type": "comment",
-                                                    "ts_ms": int(time.time() * 1000), "user_id": f"u{n}",
-                                                    "text": f"is link {n} still available?"})
 
     try:
         await asyncio.sleep(3.0)  # the second join's rebalance settles
-        for room in rooms:
-            await producer.send(ROOM_EVENTS, room, {"event_id": f"{room}-sw", "room_id": room,
-                                                    "type": "product_switch", "ts_ms": int(time.time() * 1000),
-                                                    "link_id": 1})
-        await comments(1)  # in flight
+        await send_switches(producer, rooms)
+        await send_comments(producer, rooms, 1, sent)  # in flight
         await asyncio.sleep(WINDOW_MS / 1000 + 1.5)
-        await comments(2)  # queued
+        await send_comments(producer, rooms, 2, sent)  # queued
         await asyncio.sleep(WINDOW_MS / 1000 + 1.5)
-        await comments(3)  # open windows
+        await send_comments(producer, rooms, 3, sent)  # open windows
         await asyncio.sleep(0.3)
         before = outcomes(await read_all(settings, REQUESTS), await read_all(settings, REPLIES))
         held_at_kill = [e for e in sent if not e.endswith("c1") and e not in before]
