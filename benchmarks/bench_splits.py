@@ -1,6 +1,7 @@
-"""Dev and test split side by side with the reference policy (in process): accuracy per category,
-refusals of injection/abuse/compliance, false refusals of benign comments, and pass retention of the
-test split across opaque, reworded harnesses (``--variants N``). ``--failures`` lists dev failures.
+"""Dev, dev-wild, test and held-out splits side by side with the reference policy (in process):
+accuracy per category, refusals of injection/abuse/compliance, false refusals of benign comments, and
+pass retention of the test split across opaque, reworded harnesses (``--variants N``). ``--failures``
+lists the failures of the two dev splits (the test and held-out splits are measured, never read).
 ``LIVEHOST_EMBEDDINGS=off`` runs the lexical-only baseline."""
 
 from __future__ import annotations
@@ -8,7 +9,7 @@ from __future__ import annotations
 import sys
 
 from livehost.config import REPO_ROOT
-from livehost.eval.cases import DEVSET_PATH, load_cases
+from livehost.eval.cases import DEV_WILD_PATH, DEVSET_PATH, HOLDOUT_PATH, load_cases
 from livehost.harness.loader import load
 from livehost.sim.split import TESTSET_PATH, reworded_variant
 from livehost.understanding.splitbench import measure
@@ -17,15 +18,20 @@ from livehost.understanding.splitbench import measure
 def main() -> None:
     harness = load(REPO_ROOT / (sys.argv[1] if len(sys.argv) > 1 and not sys.argv[1].startswith("-")
                                 else "harness/default"))
-    dev = measure(harness, load_cases(DEVSET_PATH))
-    test = measure(harness, load_cases(TESTSET_PATH))
-    cats = sorted(set(dev.by_category) | set(test.by_category))
-    print(f"{'category':18} {'dev':>14} {'test':>14}")
+    splits = {"dev": measure(harness, load_cases(DEVSET_PATH))}
+    for name, path in (("dev-wild", DEV_WILD_PATH), ("test", TESTSET_PATH), ("held-out", HOLDOUT_PATH)):
+        if path.exists():
+            splits[name] = measure(harness, load_cases(path))
+    test = splits["test"]
+    cats = sorted({c for f in splits.values() for c in f.by_category})
+    print(f"{'category':18} " + " ".join(f"{name:>14}" for name in splits))
     for c in cats:
-        d, t = dev.by_category.get(c, [0, 0]), test.by_category.get(c, [0, 0])
-        print(f"{c:18} {d[0]:>4}/{d[1]:<4} {100 * d[0] / max(d[1], 1):5.1f} {t[0]:>4}/{t[1]:<4} "
-              f"{100 * t[0] / max(t[1], 1):5.1f}")
-    for name, f in (("dev", dev), ("test", test)):
+        cells = []
+        for f in splits.values():
+            ok, total = f.by_category.get(c, [0, 0])
+            cells.append(f"{ok:>3}/{total:<3} {100 * ok / max(total, 1):5.1f}")
+        print(f"{c:18} " + " ".join(f"{cell:>14}" for cell in cells))
+    for name, f in splits.items():
         lat = sorted(f.latencies_ms)
         print(f"{name}: accuracy {f.accuracy:.1f}% ({f.passed}/{f.cases}); harmful refused "
               f"{f.refusal_rate:.1f}% ({f.refused_harmful}/{f.harmful}); false refusals "
@@ -41,9 +47,10 @@ def main() -> None:
             kept.append(len(passed) / max(len(base), 1))
             print(f"variant {seed}: test accuracy {variant.accuracy:.1f}%, retention {kept[-1]:.3f}")
         print(f"test-split pass retention over {n} reworded opaque harnesses: {sum(kept) / len(kept):.3f}")
-    if "--failures" in sys.argv:  # the dev split only: the test split is measured, not read
-        for cid, reply in dev.failures:
-            print(f"FAIL dev {cid}: {reply!r}")
+    if "--failures" in sys.argv:  # the dev splits only: the test and held-out splits are measured, not read
+        for name in ("dev", "dev-wild"):
+            for cid, reply in splits[name].failures if name in splits else []:
+                print(f"FAIL {name} {cid}: {reply!r}")
 
 
 if __name__ == "__main__":

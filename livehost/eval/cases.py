@@ -20,6 +20,10 @@ CAPABILITIES: tuple[str, ...] = ("product", "inventory", "coupon", "order", "faq
 FAULTS: tuple[str, ...] = ("timeout", "malformed", "permission_denied")
 SCHEMA_DIR = REPO_ROOT / "schemas" / "eval"
 DEVSET_PATH = REPO_ROOT / "eval" / "devset.jsonl"
+# Hand-written cases in an evaluator's own words and products (not the simulator's): the dev one is read
+# while writing rules, the held-out one was written without reading the code and is only ever measured.
+DEV_WILD_PATH = REPO_ROOT / "eval" / "dev" / "wild.jsonl"
+HOLDOUT_PATH = REPO_ROOT / "eval" / "holdout" / "wild.jsonl"
 
 
 class CaseFileError(ValueError):

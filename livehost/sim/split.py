@@ -57,10 +57,11 @@ def testset(seed: int = TESTSET_SEED, per_category: int = TESTSET_PER_CATEGORY) 
 
 
 def template_phrases(min_words: int = 4) -> list[str]:
-    """Fixed phrases of the test split's templates and hand-written comments: the text between
-    placeholders, normalised (lower case, single spaces), at least ``min_words`` words long, that no
-    dev-split comment contains (a phrase both splits share is not knowledge of the test split)."""
-    from livehost.eval.cases import DEVSET_PATH
+    """Fixed phrases of the test split's templates and hand-written comments, and of the held-out
+    cases' comments, titles and FAQ: the text between placeholders, normalised (lower case, single
+    spaces), at least ``min_words`` words long, that no dev-split comment contains (a phrase both
+    splits share is not knowledge of the test split)."""
+    from livehost.eval.cases import DEVSET_PATH, HOLDOUT_PATH
 
     dev_text = " " + " | ".join(normalise_phrase(str(c["text"])) for line in
                                 DEVSET_PATH.read_text(encoding="utf-8").splitlines() if line.strip()
@@ -78,6 +79,23 @@ def template_phrases(min_words: int = 4) -> list[str]:
             norm = normalise_phrase(piece)
             if len(norm.split()) >= min_words and f" {norm} " not in dev_text:
                 phrases.add(norm)
+    if HOLDOUT_PATH.exists():
+        # The held-out cases were written later and apart from the code: a phrase they share with any
+        # part of the dev file (its catalogs too) is public, and a 4-word phrase of everyday chat
+        # can coincide with older code by chance, so a held-out phrase counts from one word longer.
+        dev_all = f" {normalise_phrase(DEVSET_PATH.read_text(encoding='utf-8'))} "
+        for line in HOLDOUT_PATH.read_text(encoding="utf-8").splitlines():
+            if not line.strip():
+                continue
+            held = json.loads(line)
+            held_texts = [str(c["text"]) for c in held["comments"]]
+            for item in held["catalog"]:
+                held_texts += [str(item.get("title", ""))]
+                held_texts += [str(f.get(k, "")) for f in item.get("faq") or [] for k in ("q", "a")]
+            for text in held_texts:
+                norm = normalise_phrase(text)
+                if len(norm.split()) > min_words and f" {norm} " not in dev_all:
+                    phrases.add(norm)
     return sorted(phrases)
 
 
