@@ -188,6 +188,43 @@ def _sentence_of(text: str, start: int) -> str:
     return text[left + 1: min(ends) if ends else len(text)]
 
 
+# Clause ends for localising a stock claim; a dot inside a number ("size 8.5") does not end one.
+CLAUSE_END = re.compile(r"[!?;\n]|\.(?!\d)")
+
+
+def _clause_around(text: str, start: int, end: int) -> str:
+    """The clause holding ``text[start:end]``, with the claim itself blanked out so that its own
+    number ("5 left") is not read as a variant name (size "5")."""
+    bounds = [m.start() for m in CLAUSE_END.finditer(text)]
+    left = max((b + 1 for b in bounds if b < start), default=0)
+    right = min((b for b in bounds if b >= end), default=len(text))
+    return text[left:start] + " " + text[end:right]
+
+
+def variant_stocks(item: dict[str, Any]) -> list[tuple[str, int]]:
+    """(variant, units) from the item's per-variant stock tables: attributes whose key mentions
+    stock and whose value maps variant -> int (``"stock_by_size": {"25": 0, "26": 5}``)."""
+    out: list[tuple[str, int]] = []
+    for key, table in (item.get("attributes") or {}).items():
+        if "stock" in str(key).lower() and isinstance(table, dict):
+            out += [(str(name), units) for name, units in table.items()
+                    if isinstance(units, int) and not isinstance(units, bool)]
+    return out
+
+
+def _names_variant(clause: str, variant: str) -> bool:
+    """Whether the clause names the variant as whole words, case-insensitively; "02_natural" also
+    matches "02 natural", and an apostrophe is a word character so "it's" does not name size "S"."""
+    words = [re.escape(w) for w in re.split(r"[\s_\-]+", variant.strip()) if w]
+    return bool(words) and bool(re.search(r"(?<![\w'’])" + r"[\s_\-]+".join(words) + r"(?![\w'’])", clause, re.I))
+
+
+def named_variants(clause: str, products: list[dict[str, Any]]) -> list[tuple[str, int]]:
+    """(label, units) of every stock-table variant of ``products`` the clause names."""
+    return [(f"{name!r} on link {item.get('link_id')}", units) for item in products
+            for name, units in variant_stocks(item) if _names_variant(clause, name)]
+
+
 def _mentioned(text: str, catalog: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
     """Products a text names: by link number or by title (or the title's last word)."""
     by_link = {i.get("link_id"): i for i in catalog}
@@ -280,25 +317,10 @@ class DeterministicJudge:
         return 1, "every number and claim is backed by the case data; no false promise", []
 
     def _claims(self, case: dict[str, Any], reply: str) -> list[tuple[str, str]]:
-        problems: list[tuple[str, str]] = []
         products = referenced_products(reply, case)
-        low = reply.lower()
-        stocks: list[int] = [int(i["stock"]) for i in products if isinstance(i.get("stock"), int)]
         links = ", ".join(str(i.get("link_id")) for i in products)
-        if stocks:
-            for m in POS_STOCK.finditer(low):
-                if not _negated(low, m.start()) and all(s == 0 for s in stocks):
-                    problems.append(("contradicted_stock", f"says {m.group(0)!r} but link {links} has stock 0"))
-                    break
-            for m in NEG_STOCK.finditer(low):
-                if not _negated(low, m.start()) and all(s > 0 for s in stocks):
-                    problems.append(("contradicted_stock", f"says {m.group(0)!r} but link {links} is in stock"))
-                    break
-            for m in COUNT_LEFT.finditer(low):
-                if int(m.group(1)) not in stocks and not _negated(low, m.start()):
-                    problems.append(("contradicted_stock", f"says {m.group(0)!r} but stock is "
-                                                           f"{', '.join(map(str, stocks))}"))
-                    break
+        low = reply.lower()
+        problems = self._stock_claims(low, products)
         norm = _norm(reply)
         for term in CLAIM_TERMS:
             for m in re.finditer(rf"\b{re.escape(term)}\b", norm):
@@ -314,6 +336,54 @@ class DeterministicJudge:
             cm = re.search(rf"\b{color}\b", low)
             if cm and not _negated(low, cm.start()) and not re.search(rf"\b{color}\b", data_text):
                 problems.append((f"unsupported_claim:{color}", f"mentions colour {color!r}, which no product lists"))
+        return problems
+
+    def _stock_claims(self, low: str, products: list[dict[str, Any]]) -> list[tuple[str, str]]:
+        """Stock claims checked against the variant the claim's clause names ("size 25 is sold out"
+        is about size 25, not the product), else against the products' total stock. With several
+        products or variants in play a claim fails only when none of them could make it true."""
+        problems: list[tuple[str, str]] = []
+        stocks: list[int] = [int(i["stock"]) for i in products if isinstance(i.get("stock"), int)]
+        links = ", ".join(str(i.get("link_id")) for i in products)
+
+        def named(m: re.Match[str]) -> list[tuple[str, int]]:
+            return named_variants(_clause_around(low, m.start(), m.end()), products)
+
+        def labels(variants: list[tuple[str, int]]) -> str:
+            return ", ".join(f"{label} has {units}" for label, units in variants)
+
+        for m in POS_STOCK.finditer(low):
+            if _negated(low, m.start()):
+                continue
+            variants = named(m)
+            if variants and all(units == 0 for _, units in variants):
+                problems.append(("contradicted_stock", f"says {m.group(0)!r} but {labels(variants)} in stock"))
+                break
+            if not variants and stocks and all(s == 0 for s in stocks):
+                problems.append(("contradicted_stock", f"says {m.group(0)!r} but link {links} has stock 0"))
+                break
+        for m in NEG_STOCK.finditer(low):
+            if _negated(low, m.start()):
+                continue
+            variants = named(m)
+            if variants and all(units > 0 for _, units in variants):
+                problems.append(("contradicted_stock", f"says {m.group(0)!r} but {labels(variants)} in stock"))
+                break
+            if not variants and stocks and all(s > 0 for s in stocks):
+                problems.append(("contradicted_stock", f"says {m.group(0)!r} but link {links} is in stock"))
+                break
+        for m in COUNT_LEFT.finditer(low):
+            if _negated(low, m.start()):
+                continue
+            # Only a variant named beside the count may justify it: any table value would let
+            # nearly every small number pass.
+            variants = named(m)
+            if (stocks or variants) and int(m.group(1)) not in set(stocks) | {u for _, u in variants}:
+                why = f"stock is {', '.join(map(str, stocks))}" if stocks else "no total stock"
+                if variants:
+                    why += f"; {labels(variants)}"
+                problems.append(("contradicted_stock", f"says {m.group(0)!r} but {why}"))
+                break
         return problems
 
     def _promises(self, case: dict[str, Any], reply: str) -> list[tuple[str, str]]:
