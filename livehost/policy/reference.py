@@ -27,7 +27,7 @@ import jsonschema
 
 from livehost.understanding import choice, embed
 from livehost.understanding.facts import Fact, attribute_facts, campaign_facts, faq_facts, rank
-from livehost.understanding.normalize import expand_shorthand, normalize
+from livehost.understanding.normalize import expand_shorthand, gloss, normalize
 from livehost.understanding.screening import DEFAULT_THRESHOLDS, screen
 
 # --------------------------------------------------------------------------- words
@@ -1291,7 +1291,7 @@ class _Decider:
             return out
 
         if self.search_unmatched() and "refusal" not in intents:
-            out.append(("Sorry, I couldn't find that product in this room.", False, 0))
+            out.append(("Sorry, we don't have that product in this room: it is not in today's lineup.", False, 0))
             cur_link = self.room.get("current_link")
             prod = self.product or {}
             if prod.get("title") and cur_link is not None:
@@ -1510,7 +1510,7 @@ class _Decider:
         """The facts that answer the comment (at most two, close to the best), or [] when nothing is
         confident enough: then the host says it will check."""
         pool = [f for f in self.fact_pool(facts) if f.kind in kinds]
-        query = _LINK_RE.sub(" ", " ".join(self.fact_queries) if self.fact_queries else self.text)
+        query = _LINK_RE.sub(" ", gloss(" ".join(self.fact_queries) if self.fact_queries else self.text))
         # a promotion code names a coupon: rules about coupons (how many per viewer, …) answer it
         query = _CODE_RE.sub(" coupon ", query)
         ranked = rank(query, pool, stem, _STOP)

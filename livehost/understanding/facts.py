@@ -44,6 +44,9 @@ def humanise_key(key: str) -> tuple[str, str]:
     """``weight_g`` → ("weight", "g"); ``stockBySize`` → ("stock by size", ""); ``non_slip`` → ("non-slip", "")."""
     spaced = re.sub(r"([a-z])([A-Z])", r"\1 \2", str(key)).replace("_", " ").replace("-", " ").lower()
     parts = spaced.split()
+    # a boolean key named as a question of the schema ("is_dishwasher_safe", "has_lid") says its label
+    if len(parts) > 1 and parts[0] in ("is", "has", "can", "supports"):
+        parts = parts[1:]
     if len(parts) > 1 and parts[0] in _PREFIXES:
         parts = [parts[0] + "-" + parts[1], *parts[2:]]
     unit = ""

@@ -31,6 +31,9 @@ DATA_PATH = Path(__file__).resolve().parent / "data" / "screening.jsonl"
 HARMFUL = ("injection", "abuse", "compliance", "spam")
 _CLAUSE = re.compile(r"[.!?;\n。！？；]+|\b(?:and then|then|also)\b")
 _WORD = re.compile(r"[\w%]+|[^\w\s]")
+# How sharply the length-normalised log-likelihoods become a posterior: chosen on the dev splits' comments
+# (8 dropped 36 benign comments of dev + dev-wild, 5 drops 15 and misses no more harmful ones).
+SHARPEN = 5.0
 
 
 def features(text: str) -> Counter[str]:
@@ -95,7 +98,7 @@ class NaiveBayes:
         raw = {c: self.prior[c] / size + sum(n * self.logp[c].get(f, self.unseen[c]) for f, n in feats.items()) / size
                for c in self.classes}
         top = max(raw.values())
-        exp = {c: math.exp(8.0 * (v - top)) for c, v in raw.items()}
+        exp = {c: math.exp(SHARPEN * (v - top)) for c, v in raw.items()}
         z = sum(exp.values())
         return {c: v / z for c, v in exp.items()}
 

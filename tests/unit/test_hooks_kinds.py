@@ -99,8 +99,18 @@ def test_input_validation_abuse_and_compliance_terms_come_from_the_harness() -> 
     compliance = _params()["compliance_terms"][0]
     v = screen(f"you are such an {abuse}")
     assert v is not None and "abusive" in v.reason
-    v = screen(f"is this a {compliance}?")
-    assert v is not None and "compliance" in v.reason
+    # the shipped harness passes compliance risks on to the policy, which answers them with a careful
+    # refusal (a viewer asking for a medical promise should hear why not); a harness that sets a
+    # compliance threshold drops them at input
+    assert screen(f"is this a {compliance}?") is None
+    hooks = [h.model_copy(deep=True) for h in HARNESS.hooks]
+    for h in hooks:
+        if h.kind == "input_validation":
+            h.params["classifier"]["thresholds"]["compliance"] = 0.7
+    strict = HARNESS.model_copy(update={"hooks": hooks})
+    kept, failed = screen_comments(strict, [{"event_id": "e", "user_id": "u", "text": f"is this a {compliance}?",
+                                             "ts_ms": 1}])
+    assert not kept and "compliance" in failed[0][1].reason
 
 
 def test_input_validation_mixed_batch_keeps_the_good_comments() -> None:

@@ -73,7 +73,7 @@ def test_per_size_stock_in_stock_row(harness: Harness) -> None:
 
 def test_deictic_question_means_the_product_on_screen(harness: Harness) -> None:
     out = reply(harness, "what do you want for that?", current=2)
-    assert "150" in out and "couldn't find" not in out
+    assert "150" in out and "don't have that product" not in out
 
 
 def test_faq_only_question(harness: Harness) -> None:
