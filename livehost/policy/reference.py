@@ -42,8 +42,13 @@ _SYNONYM = {
     "colour": "color", "colours": "color", "promo": "promotion", "promotional": "promotion",
     "voucher": "coupon", "cheap": "price", "costs": "cost", "inventory": "stock", "availability": "available",
     "avail": "available", "qty": "quantity", "spec": "specification", "specs": "specification",
-    "deliver": "delivery", "shipment": "shipping", "ship": "shipping", "shipped": "shipping",
+    "deliver": "shipping", "shipment": "shipping", "ship": "shipping", "shipped": "shipping",
     "info": "information", "detail": "details", "size": "size", "sizing": "size", "waterproofing": "waterproof",
+    # spelling variants and everyday words for the same shop concept
+    "installment": "instalment", "installement": "instalment", "combine": "stack", "combin": "stack",
+    "delivery": "shipping", "postage": "shipping", "heavy": "weight", "weigh": "weight",
+    "plane": "airline", "flight": "airline", "airplane": "airline", "aircraft": "airline",
+    "kid": "child", "children": "child", "toddler": "child",
 }
 
 
@@ -262,6 +267,8 @@ TOOL_MIN_SIMILARITY = 0.15
 INTENT_MIN_SIMILARITY = 0.55
 CTA_MIN_SIMILARITY = 0.45
 FACT_THRESHOLD = 0.36
+CLAUSE_FACT_THRESHOLD = 0.6  # a clause no intent answered: only a clear match is said (dev-calibrated)
+_CLAUSE_SPLIT = re.compile(r"[?？\n;；。!！]+|\s(?:and|also|plus|\+|&)\s|,\s*(?=(?:is|are|does|do|can|will|how|what)\b)")
 CURRENT_MARGIN = 0.15
 FACT_MARGIN = 0.05
 LINEUP_MIN_SIMILARITY = 0.5  # a named product matched to a lineup title by meaning (dev-calibrated)
@@ -684,8 +691,9 @@ class _Decider:
         confidently ("battery life?" while the earbuds are on screen): it was about that product."""
         if self.product is None:
             return False
-        pool = [f for f in self.fact_pool(self.product) if f.kind == "attribute"]
-        ranked = rank(_LINK_RE.sub(" ", self.text), pool, stem, _STOP)
+        # the room's campaign rules and the FAQ answer too ("the shop coupon together?", "instalments?")
+        pool = [f for f in self.fact_pool(self.product) if f.kind in ("attribute", "faq", "campaign")]
+        ranked = rank(_CODE_RE.sub(" coupon ", _LINK_RE.sub(" ", gloss(self.text))), pool, stem, _STOP)
         return bool(ranked) and ranked[0][0] >= FACT_THRESHOLD + CURRENT_MARGIN
 
     @property
@@ -1427,6 +1435,14 @@ class _Decider:
             elif intent == "off_topic":
                 out.append(("Fun question!", False, 1))
 
+        if not any(i in intents for i in ("refusal", "post_purchase", "chit_chat", "off_topic")):
+            # every question of the comment gets its answer: a clause that the intents above did not
+            # answer ("... and is shipping free?") is answered by the fact it clearly asks about
+            said = " ".join(s for s, _, _ in out)
+            for fact in self.clause_facts(facts):
+                if fact.sentence not in said:
+                    out.append((fact.sentence, True, 0))
+                    said += " " + fact.sentence
         if intents and intents[-1] in ("chit_chat", "off_topic") and not any(
             i in intents for i in ("price", "attribute", "stock", "coupon", "general", "purchase")
         ):
@@ -1522,6 +1538,22 @@ class _Decider:
             if score >= FACT_THRESHOLD and score >= top - FACT_MARGIN and fact.kind != "variant":
                 picked.append(fact)
         return picked[:2] or [ranked[0][1]]
+
+    def clause_facts(self, facts: dict[str, Any] | None) -> list[Fact]:
+        """For each question of the comment (clauses split at question marks, line breaks and "and/also"),
+        the fact that answers it when it stands out clearly (a stricter threshold than :meth:`retrieve`)."""
+        clauses = [c.strip() for c in _CLAUSE_SPLIT.split(gloss(self.text)) if c and len(words(c)) >= 2]
+        pool = [f for f in self.fact_pool(facts) if f.kind in ("attribute", "faq", "campaign")]
+        if not pool:
+            return []
+        out: list[Fact] = []
+        for clause in clauses:
+            query = _CODE_RE.sub(" coupon ", _LINK_RE.sub(" ", clause))
+            ranked = rank(query, pool, stem, _STOP)
+            if ranked and ranked[0][0] >= CLAUSE_FACT_THRESHOLD and (
+                    len(ranked) == 1 or ranked[0][0] - ranked[1][0] >= FACT_MARGIN) and ranked[0][1] not in out:
+                out.append(ranked[0][1])
+        return out
 
     def variant_rows(self, facts: dict[str, Any] | None) -> list[Fact]:
         """Rows of a variant table (stock per size, …) that the comment names by their key ("the 38")."""
