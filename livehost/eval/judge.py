@@ -320,7 +320,13 @@ class DeterministicJudge:
         products = referenced_products(reply, case)
         links = ", ".join(str(i.get("link_id")) for i in products)
         low = reply.lower()
-        problems = self._stock_claims(low, products)
+        # a product's own title ("sheet mask (10 pcs)") is a name, not a stock claim
+        titled = low
+        for item in case.get("catalog") or []:
+            title = str(item.get("title") or "").lower()
+            if title:
+                titled = titled.replace(title, " " * len(title))
+        problems = self._stock_claims(titled, products)
         norm = _norm(reply)
         for term in CLAIM_TERMS:
             for m in re.finditer(rf"\b{re.escape(term)}\b", norm):

@@ -268,7 +268,9 @@ INTENT_MIN_SIMILARITY = 0.55
 CTA_MIN_SIMILARITY = 0.45
 FACT_THRESHOLD = 0.36
 CLAUSE_FACT_THRESHOLD = 0.6  # a clause no intent answered: only a clear match is said (dev-calibrated)
-_CLAUSE_SPLIT = re.compile(r"[?？\n;；。!！]+|\s(?:and|also|plus|\+|&)\s|,\s*(?=(?:is|are|does|do|can|will|how|what)\b)")
+REFUSAL_KIND_SIMILARITY = 0.5  # a declined comment clearly about privacy, health or promised results
+_CLAUSE_SPLIT = re.compile(r"[?？\n;；。!！]+|\s(?:and|also|plus|\+|&)\s"
+                           r"|,\s*(?=(?:is|are|does|do|can|will|how|what)\b)")
 CURRENT_MARGIN = 0.15
 FACT_MARGIN = 0.05
 LINEUP_MIN_SIMILARITY = 0.5  # a named product matched to a lineup title by meaning (dev-calibrated)
@@ -472,6 +474,7 @@ class _Decider:
         self._target: tuple[int | None, bool] | None = None
         self.clarify: list[tuple[int, str]] = []  # products that match the comment equally well
         self.fact_queries: list[str] = []  # comments of a merged request that ask about the product's facts
+        self.compliance = False  # the screening found a compliance risk (answered with a careful refusal)
         self.intents = self._intents()
         self.asked_attrs = self._asked_attributes()
         self.parts = self._parts() if state is None else []
@@ -791,7 +794,8 @@ class _Decider:
         harmful = result.harmful(thresholds)
         if harmful is None:
             return None
-        return "refusal" if harmful[0] == "compliance" else harmful[0]
+        self.compliance = harmful[0] == "compliance"
+        return "refusal" if self.compliance else harmful[0]
 
     def _looks_like_question(self) -> bool:
         low = self.low
@@ -1307,7 +1311,12 @@ class _Decider:
             return out
 
         if "refusal" in intents:
-            out.append(("Sorry, I can't help with that.", False, 0))
+            kind = choice.refusal_kind(normalize(gloss(self.text)), stem, _STOP, REFUSAL_KIND_SIMILARITY) \
+                if self.compliance else None
+            out.append((choice.REFUSAL_KINDS[kind][1] if kind else "Sorry, I can't help with that.", False, 0))
+            if self.compliance and facts:
+                # the question under the risky request still deserves its facts ("SPF 50", "ages 3+")
+                out.extend((f.sentence, True, 1) for f in self.retrieve(facts, kinds=("attribute", "faq")))
             if title:
                 out.append((f"Happy to answer any questions about {the_item} though!", False, 2))
             return out

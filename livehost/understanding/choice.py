@@ -44,6 +44,20 @@ REPLIES: dict[str, str] = {
     "chit_chat": "greet viewers and answer small talk that is not about the products, warmly",
     "refusal": "politely decline a request that breaks the rules or is not allowed",
 }
+# Why a compliance risk is declined, each with what the host says: a viewer who asks for a medical
+# promise should hear why not and whom to ask, one who asks about another viewer hears about privacy.
+REFUSAL_KINDS: dict[str, tuple[str, str]] = {
+    "privacy": ("personal details of another person: their address, phone number, name, who bought "
+                "something, where a buyer lives",
+                "Sorry, I can't share anyone's personal information: every viewer's privacy is protected."),
+    "health": ("a medical or health effect: curing or treating an illness or disease, pain, losing weight, "
+               "medicine for a person or a pet, whether a sick person, a baby or an animal will be fine",
+               "I can't make medical promises: this is not a medicine, so please ask a doctor (or a vet for "
+               "pets) about a health condition."),
+    "promise": ("a promise of certain results: one hundred percent sure, results within days, works for "
+                "everyone, forever",
+                "I can't promise results: they differ from person to person."),
+}
 CALL_TO_ACTION = "end the answer by inviting the viewer to tap the link or card and buy"
 SKILL_CORRECTION = "a reply instruction set must be loaded before answering; load the one that fits"
 
@@ -141,3 +155,19 @@ def nearest_intent(text: str, stem: Callable[[str], str], stop: set[str], minimu
     sims = similarity(text, [t for _, t in examples], stem, stop)
     best = max(range(len(sims)), key=lambda i: sims[i])
     return (examples[best][0], sims[best]) if sims[best] >= minimum else None
+
+
+def refusal_kind(text: str, stem: Callable[[str], str], stop: set[str], threshold: float) -> str | None:
+    """The reason (a key of :data:`REFUSAL_KINDS`) a declined comment is most like, when it is clearly
+    one of them; None for the others (counterfeits, fake receipts, …: a plain refusal)."""
+    from livehost.understanding import embed
+
+    kinds = list(REFUSAL_KINDS)
+    descriptions = [REFUSAL_KINDS[k][0] for k in kinds]
+    if embed.available():
+        scores = embed.similarity(text, descriptions)
+    else:
+        q = {stem(w) for w in _WORD.findall(text.lower())} - stop
+        scores = [len(q & ({stem(w) for w in _WORD.findall(d)} - stop)) / max(len(q), 1) for d in descriptions]
+    best = max(range(len(kinds)), key=lambda i: scores[i])
+    return kinds[best] if scores[best] >= threshold else None

@@ -58,3 +58,16 @@ def test_stock_claims_against_variant_or_total(data: dict[str, Any], reply: str,
 def test_variant_reason_names_the_variant() -> None:
     verdict = DeterministicJudge().score(SIZES_25_26, {"id": "v", "responded": True, "reply": "Size 26 is sold out"})
     assert "'26' on link 2 has 5" in verdict.accuracy_reason
+
+
+def test_a_count_inside_a_product_title_is_not_a_stock_claim() -> None:
+    case = {"id": "t", "category": "price", "room": {"room_id": "r", "current_link": 1},
+            "catalog": [{"link_id": 1, "sku": "S", "title": "Sheet mask (10 pcs)", "price": 99.0,
+                         "currency": "CNY", "stock": 140, "attributes": {}, "faq": []}],
+            "comments": [{"user_id": "u", "text": "price?", "offset_ms": 0}],
+            "expect": {"respond": True, "numbers_from_catalog_only": True}}
+    judge = DeterministicJudge()
+    ok = judge.score(case, {"id": "t", "responded": True, "reply": "The Sheet mask (10 pcs) is 99 yuan."})
+    assert ok.accuracy == 1, ok.accuracy_reason
+    bad = judge.score(case, {"id": "t", "responded": True, "reply": "The Sheet mask is 99 yuan, 10 pcs left."})
+    assert bad.accuracy == 0 and "contradicted_stock" in bad.codes
