@@ -63,6 +63,7 @@ def build_context(harness: Harness, state: dict[str, Any], sources: Sources) -> 
         "comments": [{"user_id": c["user_id"], "text": c["text"]} for c in state["comments"]],
         "merged_text": state["merged_text"],
         "room": {"room_id": state["room_id"], "current_link": room.get("current_link"),
+                 "previous_link": room.get("previous_link"),
                  "viewer_count": room.get("viewer_count"), "campaign": room.get("campaign"),
                  "lineup": sources.lineup},
         "product": sources.product,
@@ -107,6 +108,8 @@ def _content(source: str, ctx: dict[str, Any]) -> str:
         r = ctx["room"]
         campaign = r.get("campaign") or {}
         lines = [f"Room {quote(r['room_id'])}, current link {r.get('current_link')}, viewers {r.get('viewer_count')}."]
+        if isinstance(r.get("previous_link"), int):
+            lines.append(f"Shown before it: link {r['previous_link']}.")
         if campaign:
             lines.append(data_block("campaign", [f"name: {quote(campaign.get('name'))}"]
                                     + [f"rule: {quote(rule)}" for rule in campaign.get("rules") or []]))

@@ -103,7 +103,7 @@ INTENT_PATTERNS: dict[str, list[str]] = {
     "stock": [
         r"\bin stock\b", r"\bstock\b", r"\bsold out\b", r"\bleft\b", r"\bavailab(le|ility)\b",
         r"\brestock", r"\binventory\b", r"\bstill (have|got|there)\b", r"\bhow many\b", r"\bany more\b",
-        r"\bremaining\b", r"\brun out\b",
+        r"\bremaining\b", r"\brun out\b", r"\bdo you (still )?(have|got|sell)\b.*\bones?\b",
     ],
     "coupon": [
         r"\bcoupons?\b", r"\bdiscounts?\b", r"\bdeals?\b", r"\bpromo(tion)?s?\b", r"\bvouchers?\b",
@@ -444,6 +444,8 @@ def _key_has(key: str, *needles: str) -> bool:
 
 # intents that ask nothing of the catalog: a merged comment with only these is not answered on its own
 _OTHER_RE = re.compile(r"\b(other|another)\b")
+_PREVIOUS_RE = re.compile(r"\b(?:previous|earlier|from before|go(?:ing)? back|back to (?:the|that)|you (?:just )?"
+                          r"showed|shown before|a (?:minute|moment|while) ago)\b")
 _DEICTIC_RE = re.compile(r"\b(this|these)\b")
 _SOCIAL_INTENTS = ("chit_chat", "off_topic")
 _HARMFUL_INTENTS = ("injection", "abuse", "refusal")
@@ -554,6 +556,12 @@ class _Decider:
         if lineup:
             for m in re.finditer(r"\b(?:the\s+)?last\s+(?:one|link|item|product)\b", low):
                 found.append((m.start(), lineup[-1]))
+        prev = self.room.get("previous_link")
+        if not found and isinstance(prev, int):
+            # "the previous one", "the one you showed earlier", "go back": the product shown before this one
+            m = _PREVIOUS_RE.search(expand_shorthand(text))
+            if m:
+                found.append((m.start(), prev))
         out: list[int] = []
         for _, n in sorted(found):
             if n > 0 and n not in out:
@@ -1366,7 +1374,12 @@ class _Decider:
                 units, s_out, failed = self.stock_facts()
                 rows = self.variant_rows(facts)
                 if rows:
-                    out.extend((f.sentence, True, 0) for f in rows)
+                    sentences = [f.sentence for f in rows]
+                    if title and link is not None and link != self.room.get("current_link"):
+                        # not the product on screen: say which product the row belongs to
+                        first = sentences[0]
+                        sentences[0] = f"The {title} on link {link}: {first[0].lower()}{first[1:]}"
+                    out.extend((sentence, True, 0) for sentence in sentences)
                     sold_out = all(isinstance(f.value, int | float) and f.value <= 0 for f in rows)
                 elif s_out:
                     sold_out = True
@@ -1435,6 +1448,9 @@ class _Decider:
                         sold_out = True
                         out.append((self.sold_out_sentence(link, title), True, 0))
                         out.extend(self.alternatives(link))
+                elif self.pin_ok() and link is not None:
+                    out.append((f"I've pinned link {link} on screen: tap the card to add it to your cart and check "
+                                "out!", True, 0))
                 elif self.pin_ok():
                     out.append(("I've pinned it on screen: tap the card to check out!", True, 0))
                 elif link is not None:
@@ -1575,7 +1591,11 @@ class _Decider:
             if f.kind != "variant" or not f.row:
                 continue
             row = f.row
-            if (row.isdigit() and row in tokens) or (not row.isdigit() and len(row) > 1 and row.lower() in low_tokens) \
+            # a row of several words ("02 natural") is named by its words that are not codes
+            row_words = [w for w in re.findall(r"[\w.]+", row.lower()) if not w.isdigit()]
+            multi = len(row.split()) > 1 and bool(row_words) and all(w in low_tokens for w in row_words)
+            if multi or (row.isdigit() and row in tokens) or (not row.isdigit() and len(row) > 1
+                                                              and row.lower() in low_tokens) \
                     or (len(row) == 1 and re.search(rf"(?:\bsize\s+|\bin\s+|\b){re.escape(row)}\b(?!')", self.text)
                         and row.isupper()):
                 if not (row.isdigit() and row in {str(n) for n in self.links}):

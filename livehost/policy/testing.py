@@ -42,6 +42,7 @@ def build_context(harness: Harness, case: dict[str, Any], request_id: str = "req
         "room": {
             "room_id": room.get("room_id", ""),
             "current_link": room.get("current_link"),
+            "previous_link": room.get("previous_link"),
             "viewer_count": room.get("viewer_count"),
             "campaign": room.get("campaign"),
             "lineup": [{"link_id": i.get("link_id"), "title": i.get("title"), "available": (i.get("stock") or 0) > 0}

@@ -94,6 +94,7 @@ def build_context(harness: Harness, state: dict[str, Any]) -> dict[str, Any]:
         "comments": [{"user_id": c["user_id"], "text": c["text"]} for c in state["comments"]],
         "merged_text": state["merged_text"],
         "room": {"room_id": state["room_id"], "current_link": room.get("current_link"),
+                 "previous_link": room.get("previous_link"),
                  "viewer_count": room.get("viewer_count"), "campaign": room.get("campaign")},
         "product": None,
         "faq": [],

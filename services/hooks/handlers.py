@@ -354,6 +354,8 @@ class HooksHandler:
                         sched.queue.remove(q)  # type: ignore[union-attr]
                         done.tokens.extend(q.tokens)
                         done.emits.append(self._cancel(q.state, reason, now_ms))
+            if room.get("current_link") not in (None, event.get("link_id")):
+                room["previous_link"] = room["current_link"]  # "the previous one" in later comments
             room["current_link"] = event.get("link_id")
         elif event["type"] == "campaign_change":
             room["campaign"] = json.loads(event.get("campaign_json") or "null")

@@ -122,6 +122,15 @@ async def test_product_switch_cancels_queued_work_about_the_previous_product() -
     assert h.queued("room-1") == []
 
 
+async def test_a_product_switch_remembers_the_link_shown_before() -> None:
+    h = handler()
+    switch = {"event_id": "s-1", "room_id": "room-1", "type": "product_switch", "link_id": 5, "ts_ms": T0}
+    await h.on_room_event(switch, T0)
+    assert h.room_state("room-1")["current_link"] == 5 and h.room_state("room-1")["previous_link"] == 3
+    (state,) = requests(await comment(h, 1, "how much was the previous one?", T0 + 100))
+    assert json.loads(state["room_json"])["previous_link"] == 3  # the prompt and the policy see it
+
+
 async def test_a_lost_in_flight_request_is_abandoned_and_its_late_action_ignored() -> None:
     h = handler(abandon_grace_ms=1_000)
     (first,) = requests(await comment(h, 1, "how much is link 3?", T0))
