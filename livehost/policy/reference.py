@@ -559,9 +559,9 @@ class _Decider:
         prev = self.room.get("previous_link")
         if not found and isinstance(prev, int):
             # "the previous one", "the one you showed earlier", "go back": the product shown before this one
-            m = _PREVIOUS_RE.search(expand_shorthand(text))
-            if m:
-                found.append((m.start(), prev))
+            earlier = _PREVIOUS_RE.search(expand_shorthand(text))
+            if earlier:
+                found.append((earlier.start(), prev))
         out: list[int] = []
         for _, n in sorted(found):
             if n > 0 and n not in out:
