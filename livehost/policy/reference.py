@@ -470,6 +470,7 @@ class _Decider:
         self.rules = ctx.get("rules") or {}
         self.tools = [t for t in ctx.get("tools") or [] if isinstance(t, dict) and t.get("name")]
         self.skills = [s for s in ctx.get("skills") or [] if isinstance(s, dict) and s.get("id")]
+        self.previous_unknown = False
         self.links = self._links()
         self.picks: set[str] = set()  # stems of "the <value> one": a value that picks a product
         self.named = self._named_words()
@@ -557,10 +558,23 @@ class _Decider:
             for m in re.finditer(r"\b(?:the\s+)?last\s+(?:one|link|item|product)\b", low):
                 found.append((m.start(), lineup[-1]))
         prev = self.room.get("previous_link")
+        if not found and not isinstance(prev, int) and _PREVIOUS_RE.search(expand_shorthand(text)):
+            # "the one you showed earlier" with no record of it: the only other product, else ask which
+            not_on_screen = [n for n in lineup if n != self.room.get("current_link")]
+            if len(not_on_screen) == 1:
+                found.append((0, not_on_screen[0]))
+            else:
+                self.previous_unknown = True
         if not found and isinstance(prev, int):
             # "the previous one", "the one you showed earlier", "go back": the product shown before this one
             earlier = _PREVIOUS_RE.search(expand_shorthand(text))
-            if earlier:
+            # ... unless the comment names another product of the lineup ("the tea, and the teapot you
+            # showed earlier" is about a teapot, not whatever was shown before)
+            prev_title = next((stems(str(x.get("title") or "")) for x in self.lineup() if x.get("link_id") == prev),
+                              set())
+            others = {w for x in self.lineup() if x.get("link_id") != prev
+                      for w in stems(str(x.get("title") or "")) if w not in _GENERIC} - prev_title
+            if earlier and not others & stems(expand_shorthand(text)):
                 found.append((earlier.start(), prev))
         out: list[int] = []
         for _, n in sorted(found):
@@ -1297,6 +1311,17 @@ class _Decider:
         the_item = f"the {title}" if title else "this one"
         cur = _currency(facts.get("currency")) if facts else ""
         sold_out = False
+
+        unknown = link is None or (self.previous_unknown and not self.links)
+        if unknown and not self.named and "refusal" not in intents and len(self.lineup()) > 1 and \
+                set(intents) & set(_PRODUCT_INTENTS) and not self.parts:
+            # nothing on screen and no product named ("how much is it?"), or "the one shown earlier" with no
+            # record of which: ask which one (not the one on screen, for the latter)
+            options = [f"link {x['link_id']}, the {x['title']}" for x in self.lineup()[:4] if x.get("title")
+                       and (link is None or x.get("link_id") != link)]
+            if len(options) > 1:
+                out.append((f"Which one do you mean: {', '.join(options[:-1])} or {options[-1]}?", True, 0))
+                return out
 
         if self.named_target() and self.clarify and "refusal" not in intents:
             options = [f"link {link}, the {title}" for link, title in self.clarify]

@@ -30,6 +30,17 @@ def test_the_previous_one_is_the_link_shown_before() -> None:
         assert "145" in reply and "388" not in reply, reply
 
 
-def test_without_a_previous_link_nothing_is_made_up() -> None:
-    reply = run_loop(decide, HARNESS, _case("how much was the previous one?", previous=None)).reply or ""
-    assert "145" not in reply, reply
+def test_the_one_shown_earlier_with_no_record_of_it_is_the_only_other_product_or_a_question() -> None:
+    reply = run_loop(decide, HARNESS, _case("how much was the one you showed earlier?", previous=None)).reply or ""
+    assert "145" in reply and "388" not in reply, reply  # two products: the other one
+    case = _case("how much was the one you showed earlier?", previous=None)
+    case["catalog"].append({**case["catalog"][0], "link_id": 3, "sku": "C-3", "title": "Linen throw", "price": 99.0})
+    reply = run_loop(decide, HARNESS, case).reply or ""
+    assert "which" in reply.lower() and "link 1" in reply and "link 3" in reply and "388" not in reply, reply
+
+
+def test_nothing_on_screen_and_nothing_named_asks_which() -> None:
+    case = _case("how much is it?", previous=None)
+    case["room"]["current_link"] = None
+    reply = run_loop(decide, HARNESS, case).reply or ""
+    assert "which" in reply.lower() and "link 1" in reply and "link 2" in reply, reply
