@@ -7,11 +7,12 @@ self-promotion, floods) and ``benign``. The examples are ``data/screening.jsonl`
 ``{"text", "label"}`` per line, written for this project, independent of the simulator's templates
 and of the test split; see ``data/README.md``).
 
-The model is a multinomial naive Bayes over character 3–5-grams and word uni-/bigrams of the
+The model is a complement naive Bayes over character 3–5-grams and word uni-/bigrams of the
 normalised, de-obfuscated text (:mod:`livehost.understanding.normalize`), so full-width letters,
 look-alike letters, digit swaps and line breaks do not change what it sees. Each clause of a comment
-is scored as well as the whole comment; the most harmful clause counts. Training takes a few
-milliseconds and happens once per process; scoring one comment takes well under a millisecond.
+is scored as well as the whole comment; the most harmful clause counts. Training takes a few tenths
+of a second and happens once per process (services warm it up); scoring one comment takes about a
+millisecond.
 Thresholds per class live in the harness (``hooks.yaml``, ``input_validation`` params).
 """
 
@@ -31,9 +32,10 @@ DATA_PATH = Path(__file__).resolve().parent / "data" / "screening.jsonl"
 HARMFUL = ("injection", "abuse", "compliance", "spam")
 _CLAUSE = re.compile(r"[.!?;\n。！？；]+|\b(?:and then|then|also)\b")
 _WORD = re.compile(r"[\w%]+|[^\w\s]")
-# How sharply the length-normalised log-likelihoods become a posterior: chosen on the dev splits' comments
-# (8 dropped 36 benign comments of dev + dev-wild, 5 drops 15 and misses no more harmful ones).
-SHARPEN = 5.0
+# How sharply the class scores become a posterior, chosen on the dev splits' comments (dev + dev-wild,
+# 788 comments: 1 benign comment dropped and 6 harmful ones missed at the shipped thresholds, against
+# 15 and 12 with the multinomial naive Bayes this replaced).
+SHARPEN = 55.0
 
 
 def features(text: str) -> Counter[str]:
@@ -73,34 +75,47 @@ class Screening:
 
 
 class NaiveBayes:
+    """Complement naive Bayes over TF-IDF-weighted, length-normalised features (Rennie et al., 2003,
+    "Tackling the poor assumptions of naive Bayes text classifiers"): each class is scored by how
+    unlike the *other* classes' examples the comment is, which stays sound with classes of very
+    different sizes and short texts (plain multinomial naive Bayes turned "nice stream" into abuse
+    because two words of it appear in a few insults)."""
+
     def __init__(self, examples: list[tuple[str, str]], alpha: float = 0.3):
         self.classes = sorted({label for _, label in examples})
-        counts: dict[str, Counter[str]] = {c: Counter() for c in self.classes}
-        docs = Counter(label for _, label in examples)
-        for text, label in examples:
-            counts[label].update(features(text))
-        vocab = set().union(*counts.values())
-        self.unseen: dict[str, float] = {}
-        self.logp: dict[str, dict[str, float]] = {}
+        feats = [features(text) for text, _ in examples]
+        doc_freq: Counter[str] = Counter(f for fs in feats for f in fs)
+        self.idf = {f: math.log(len(examples) / n) for f, n in doc_freq.items()}
+        total: Counter[str] = Counter()
+        per_class: dict[str, Counter[str]] = {c: Counter() for c in self.classes}
+        for fs, (_, label) in zip(feats, examples, strict=True):
+            weighted = self._weighted(fs)
+            per_class[label].update(weighted)
+            total.update(weighted)
+        self.vocab = set(total)
+        self.weights: dict[str, dict[str, float]] = {}
         for c in self.classes:
-            total = sum(counts[c].values()) + alpha * (len(vocab) + 1)
-            self.logp[c] = {f: math.log((n + alpha) / total) for f, n in counts[c].items()}
-            self.unseen[c] = math.log(alpha / total)
-        self.prior = {c: math.log(docs[c] / len(examples)) for c in self.classes}
-        self.vocab = vocab
+            complement = {f: total[f] - per_class[c][f] for f in self.vocab}
+            denom = sum(complement.values()) + alpha * len(self.vocab)
+            logw = {f: math.log((n + alpha) / denom) for f, n in complement.items()}
+            # weights normalised to a mean magnitude of 1, so no class wins by the size of its data
+            mean = sum(abs(w) for w in logw.values()) / max(len(logw), 1)
+            self.weights[c] = {f: w / mean for f, w in logw.items()}
+
+    def _weighted(self, fs: Counter[str] | dict[str, int]) -> dict[str, float]:
+        v = {f: math.log1p(n) * self.idf[f] for f, n in fs.items() if f in self.idf}
+        norm = math.sqrt(sum(x * x for x in v.values())) or 1.0
+        return {f: x / norm for f, x in v.items()}
 
     def predict(self, text: str) -> dict[str, float]:
-        feats = {f: n for f, n in features(text).items() if f in self.vocab}
-        if not feats:
+        v = self._weighted(features(text))
+        if not v:
             return {c: (1.0 if c == "benign" else 0.0) for c in self.classes}
-        size = sum(feats.values())
-        # per-feature average log-likelihood (length-normalised), sharpened: a calibrated-enough posterior
-        raw = {c: self.prior[c] / size + sum(n * self.logp[c].get(f, self.unseen[c]) for f, n in feats.items()) / size
-               for c in self.classes}
+        raw = {c: -sum(x * self.weights[c][f] for f, x in v.items()) for c in self.classes}
         top = max(raw.values())
-        exp = {c: math.exp(SHARPEN * (v - top)) for c, v in raw.items()}
+        exp = {c: math.exp(SHARPEN * (r - top)) for c, r in raw.items()}
         z = sum(exp.values())
-        return {c: v / z for c, v in exp.items()}
+        return {c: e / z for c, e in exp.items()}
 
 
 def load_examples(path: Path = DATA_PATH) -> list[tuple[str, str]]:

@@ -38,6 +38,7 @@ from livehost.topics import (
     TOOL_CALLS,
     Topic,
 )
+from livehost.understanding.screening import model as screening_model
 from services.hooks import settings as hooks_settings
 from services.hooks.handlers import SHED, Assigner, Handled, HooksHandler
 
@@ -187,6 +188,8 @@ def build(settings: Settings | None = None, *, sender: Sender | None = None,
     @app.task
     async def warm_up() -> None:
         await handler()  # connect the harness registry before the first event needs it
+        # train the screening classifier (a few tenths of a second) before the first comment waits for it
+        await asyncio.to_thread(screening_model)
 
     @app.agent(topics[ROOM_EVENTS.name])
     async def room_events(stream: Any) -> Any:
