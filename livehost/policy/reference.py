@@ -46,7 +46,7 @@ _SYNONYM = {
     "info": "information", "detail": "details", "size": "size", "sizing": "size", "waterproofing": "waterproof",
     # spelling variants and everyday words for the same shop concept
     "installment": "instalment", "installement": "instalment", "combine": "stack", "combin": "stack",
-    "delivery": "shipping", "postage": "shipping", "heavy": "weight", "weigh": "weight",
+    "delivery": "shipping", "postage": "shipping", "dispatch": "shipping", "heavy": "weight", "weigh": "weight",
     "plane": "airline", "flight": "airline", "airplane": "airline", "aircraft": "airline",
     "kid": "child", "children": "child", "toddler": "child",
 }
@@ -137,6 +137,8 @@ INTENT_PATTERNS: dict[str, list[str]] = {
         r"\bnot (arrived|received|come)\b", r"\brefunds?\b", r"\breturn (it|this|my)\b",
         r"\bwhere is my\b", r"\bmy (package|parcel|delivery)\b", r"\bexchange (it|my)\b",
         r"\bwhen will (it|my) (arrive|ship|come)\b", r"\bbroken\b", r"\bdamaged\b",
+        r"\b(cracked|defective|faulty|leaking|torn|dented|shattered)\b", r"\b(stopped|not|isn't|doesn't) working\b",
+        r"\bwrong (item|size|colou?r|one|product)\b", r"\bmissing (parts?|pieces?|items?)\b",
     ],
     "chit_chat": [
         r"^\s*(hi|hello|hey|yo|hiya|howdy)\b", r"\bgood (morning|evening|afternoon|night)\b",
@@ -444,6 +446,13 @@ def _key_has(key: str, *needles: str) -> bool:
 
 # intents that ask nothing of the catalog: a merged comment with only these is not answered on its own
 _OTHER_RE = re.compile(r"\b(other|another)\b")
+_CJK_RE = re.compile(r"[\u4e00-\u9fff]")
+# a product that arrived damaged or wrong: after-sales, whatever the order's status says
+_DAMAGE_RE = re.compile(r"\b(broken|broke|damaged|cracked|defective|faulty|leaking|torn|dented|shattered|wrong "
+                        r"(item|size|colou?r|one|product)|missing (parts?|pieces?|items?))\b|\b(stopped|not|isn't|"
+                        r"doesn't) working\b")
+_DAMAGE_SENTENCE = ("So sorry it arrived like that! Please open an after-sales request from your order page with a "
+                    "photo: customer service will arrange a replacement or a refund.", False, 0)
 _PREVIOUS_RE = re.compile(r"\b(?:previous|earlier|from before|go(?:ing)? back|back to (?:the|that)|you (?:just )?"
                           r"showed|shown before|a (?:minute|moment|while) ago)\b")
 _DEICTIC_RE = re.compile(r"\b(this|these)\b")
@@ -1207,6 +1216,8 @@ class _Decider:
             out.append((f"For {noun}, please open an after-sales request from your order page.", False, 0))
         elif "deliver" in status.lower() and re.search(r"\b(not|no|nothing|never|missing|lost)\b|n't\b", low):
             out.append(("If it hasn't reached you, please contact customer service to file a claim.", False, 0))
+        elif _DAMAGE_RE.search(low):
+            out.append(_DAMAGE_SENTENCE)
         return out
 
     def pin_ok(self) -> bool:
@@ -1464,6 +1475,8 @@ class _Decider:
                                 False, 0))
                 elif oid:
                     out.append(("Let me look into your order for you.", False, 0))
+                elif _DAMAGE_RE.search(normalize(self.text)):
+                    out.append(_DAMAGE_SENTENCE)
                 elif not self._faq_answer(self.faq_entries()):
                     out.append(("Share your order number and I'll check it for you.", False, 0))
             elif intent == "purchase":
@@ -1485,11 +1498,13 @@ class _Decider:
             elif intent == "off_topic":
                 out.append(("Fun question!", False, 1))
 
-        if not any(i in intents for i in ("refusal", "post_purchase", "chit_chat", "off_topic")):
+        if not any(i in intents for i in ("refusal", "chit_chat", "off_topic")):
             # every question of the comment gets its answer: a clause that the intents above did not
-            # answer ("... and is shipping free?") is answered by the fact it clearly asks about
+            # answer ("... and is shipping free?") is answered by the fact it clearly asks about (after a
+            # sale, only the shop's rules and answers: "ships within 48 hours")
+            kinds = ("faq", "campaign") if "post_purchase" in intents else ("attribute", "faq", "campaign")
             said = " ".join(s for s, _, _ in out)
-            for fact in self.clause_facts(facts):
+            for fact in self.clause_facts(facts, kinds):
                 if fact.sentence not in said:
                     out.append((fact.sentence, True, 0))
                     said += " " + fact.sentence
@@ -1589,16 +1604,28 @@ class _Decider:
                 picked.append(fact)
         return picked[:2] or [ranked[0][1]]
 
-    def clause_facts(self, facts: dict[str, Any] | None) -> list[Fact]:
+    def clause_facts(self, facts: dict[str, Any] | None,
+                     kinds: tuple[str, ...] = ("attribute", "faq", "campaign")) -> list[Fact]:
         """For each question of the comment (clauses split at question marks, line breaks and "and/also"),
         the fact that answers it when it stands out clearly (a stricter threshold than :meth:`retrieve`)."""
-        clauses = [c.strip() for c in _CLAUSE_SPLIT.split(gloss(self.text)) if c and len(words(c)) >= 2]
-        pool = [f for f in self.fact_pool(facts) if f.kind in ("attribute", "faq", "campaign")]
+        clauses = [gloss(c.strip()) for c in _CLAUSE_SPLIT.split(self.text)
+                   if c and (len(words(c)) >= 2 or _CJK_RE.search(c))]
+        pool = [f for f in self.fact_pool(facts) if f.kind in kinds]
         if not pool:
             return []
         out: list[Fact] = []
+        title = stems(str((facts or {}).get("title") or ""))
         for clause in clauses:
             query = _CODE_RE.sub(" coupon ", _LINK_RE.sub(" ", clause))
+            # a word of the clause that is one attribute's value ("is the kettle glass?" and a material of
+            # borosilicate glass): that attribute answers it
+            yes_no = re.match(r"\W*(?:\d+\W+)?(?:is|are|does|do|can|will|has|have)\b", normalize(clause))
+            asked = {w for w in stems(query) - _GENERIC if not w.isdigit()}
+            by_value = [f for f in pool if yes_no and f.kind == "attribute" and not isinstance(f.value, bool)
+                        and asked & _value_stems(f) - (title - _value_stems(f) | _title_head(title, facts))]
+            if len(by_value) == 1 and by_value[0] not in out:
+                out.append(by_value[0])
+                continue
             ranked = rank(query, pool, stem, _STOP)
             if ranked and ranked[0][0] >= CLAUSE_FACT_THRESHOLD and (
                     len(ranked) == 1 or ranked[0][0] - ranked[1][0] >= FACT_MARGIN) and ranked[0][1] not in out:
@@ -1777,6 +1804,17 @@ class _Decider:
         if skill is not None and self.turns_left_after_this() >= 1:
             return {"action": "load_skill", "skill": skill}
         return {"action": "reply", "text": self.compose()}
+
+
+def _value_stems(fact: Fact) -> set[str]:
+    value = fact.value
+    return stems(" ".join(map(str, value)) if isinstance(value, list) else str(value))
+
+
+def _title_head(title: set[str], facts: dict[str, Any] | None) -> set[str]:
+    """The title's last word (its kind of product, "kettle"): naming it names the product, not a value."""
+    head = [w for w in words(str((facts or {}).get("title") or "")) if w.isalpha() and w not in _UNIT_SUFFIX]
+    return {stem(head[-1])} if head else set()
 
 
 def _schema_admits(schema: dict[str, Any], value: Any) -> bool:
