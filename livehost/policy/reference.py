@@ -603,9 +603,10 @@ class _Decider:
             return []
         named = [f"link {int(x['link_id'])}, the {x['title']}" if x.get("title") else f"link {int(x['link_id'])}"
                  for x in others[:2]]
-        verb = "is" if len(named) == 1 else "are"
-        # a suggestion, less than an answer: in a merged reply the answers are kept first
-        return [(f"{' and '.join(named)[0].upper() + ' and '.join(named)[1:]} {verb} still available!", True, 1)]
+        # a suggestion, less than an answer: in a merged reply the answers are kept first. It is worded
+        # apart from stock claims ("still available", "in stock") so it cannot be heard as one about the
+        # sold-out product.
+        return [(f"Try {' or '.join(named)} instead!", True, 1)]
 
     def _named_words(self) -> list[str]:
         """Content words of a comment without a link number that the current product does not have."""

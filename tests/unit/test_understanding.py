@@ -132,4 +132,4 @@ def test_room_lineup_resolves_the_last_one_and_sold_out_alternatives(harness: Ha
     c = case("is link 2 still available?", current=2)
     c["catalog"] = sold_out
     out = (run_loop(decide, harness, c).reply or "").lower()
-    assert "sold out" in out and "link 1" in out and "still available" in out
+    assert "sold out" in out and "link 1" in out and "instead" in out
