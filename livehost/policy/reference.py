@@ -961,6 +961,8 @@ class _Decider:
             elif intent == "coupon":
                 add("coupon")
             elif intent == "faq":
+                if self.links and self.links[0] != self.room.get("current_link"):
+                    add("product")  # a product not on screen: its own data may answer (warranty, care)
                 if not self.context_faq_answer():
                     add("faq")
             elif intent == "post_purchase":

@@ -18,10 +18,14 @@ from typing import Any
 
 UNITS = {"mm": "mm", "cm": "cm", "m": "m", "g": "g", "kg": "kg", "ml": "ml", "l": "L", "h": "hours",
          "hr": "hours", "hours": "hours", "mah": "mAh", "w": "W", "pct": "%", "in": "inches", "gsm": "gsm",
-         "v": "V", "mins": "minutes", "min": "minutes", "days": "days"}
+         "v": "V", "mins": "minutes", "min": "minutes", "minutes": "minutes", "days": "days", "weeks": "weeks",
+         "months": "months", "years": "years", "yrs": "years", "hrs": "hours", "mah": "mAh", "kw": "kW",
+         "pa": "Pa", "db": "dB", "lm": "lumens", "cl": "cl"}
 UNIT_NAMES = {"mm": "millimetres", "cm": "centimetres", "m": "metres", "g": "grams", "kg": "kilograms",
               "ml": "millilitres", "L": "litres", "W": "watts", "mAh": "battery capacity", "hours": "hours",
-              "inches": "inches", "gsm": "grams per square metre", "V": "volts", "minutes": "minutes"}
+              "inches": "inches", "gsm": "grams per square metre", "V": "volts", "minutes": "minutes",
+              "days": "days", "weeks": "weeks", "months": "months", "years": "years", "kW": "kilowatts",
+              "Pa": "pascals", "dB": "decibels", "lumens": "lumens"}
 # words of a data schema (not of viewers) that mark a table of units left
 COUNT_WORDS = ("stock", "inventory", "units", "qty", "quantity", "left", "available")
 _WORD = re.compile(r"[a-z0-9]+")
