@@ -19,7 +19,7 @@ from typing import Any
 UNITS = {"mm": "mm", "cm": "cm", "m": "m", "g": "g", "kg": "kg", "ml": "ml", "l": "L", "h": "hours",
          "hr": "hours", "hours": "hours", "mah": "mAh", "w": "W", "pct": "%", "in": "inches", "gsm": "gsm",
          "v": "V", "mins": "minutes", "min": "minutes", "minutes": "minutes", "days": "days", "weeks": "weeks",
-         "months": "months", "years": "years", "yrs": "years", "hrs": "hours", "mah": "mAh", "kw": "kW",
+         "months": "months", "years": "years", "yrs": "years", "hrs": "hours", "kw": "kW",
          "pa": "Pa", "db": "dB", "lm": "lumens", "cl": "cl"}
 UNIT_NAMES = {"mm": "millimetres", "cm": "centimetres", "m": "metres", "g": "grams", "kg": "kilograms",
               "ml": "millilitres", "L": "litres", "W": "watts", "mAh": "battery capacity", "hours": "hours",
