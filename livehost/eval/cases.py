@@ -23,6 +23,7 @@ DEVSET_PATH = REPO_ROOT / "eval" / "devset.jsonl"
 # Hand-written cases in an evaluator's own words and products (not the simulator's): the dev one is read
 # while writing rules, the held-out one was written without reading the code and is only ever measured.
 DEV_WILD_PATH = REPO_ROOT / "eval" / "dev" / "wild.jsonl"
+DEV_WILD2_PATH = REPO_ROOT / "eval" / "dev" / "wild2.jsonl"  # a second batch, written after the first was fixed
 HOLDOUT_PATH = REPO_ROOT / "eval" / "holdout" / "wild.jsonl"
 
 

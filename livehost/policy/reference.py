@@ -1530,7 +1530,9 @@ class _Decider:
         if facts:
             pool += attribute_facts(self.subject(facts), facts.get("attributes") or {})
         pool += faq_facts(self.faq_entries())
-        pool += campaign_facts(self.room.get("campaign"))
+        # campaign rules are a producer's text: one that screens as an instruction, abuse or spam is never
+        # repeated to viewers (it stays quoted data in the prompt)
+        pool += [f for f in campaign_facts(self.room.get("campaign")) if _safe_to_say(f.text)]
         return pool
 
     def not_listed(self, facts: dict[str, Any] | None, the_item: str) -> str | None:
@@ -1807,6 +1809,18 @@ class _Decider:
         if skill is not None and self.turns_left_after_this() >= 1:
             return {"action": "load_skill", "skill": skill}
         return {"action": "reply", "text": self.compose()}
+
+
+# A shop's rule is about orders, prices and delivery; text in it that addresses the host or its
+# instructions is an injection carried by producer data. (The screening classifier is trained on viewers'
+# comments and reads promotional rules such as "limit 1 coupon per viewer" as announcements it must refuse.)
+_ADDRESSES_HOST = re.compile(r"(?<![a-z])(ai|a\.i\.|assistant|chatbot|bot|llm|host|system|prompt|instructions?|"
+                             r"ignore|disregard|pretend|jailbreak)(?![a-z])|主播|助手|系统|忽略|指令|提示词|人工智能")
+
+
+def _safe_to_say(text: str) -> bool:
+    norm = normalize(text)
+    return _ADDRESSES_HOST.search(norm) is None and _find(_INJECTION_PATTERNS, norm) is None
 
 
 def _value_stems(fact: Fact) -> set[str]:

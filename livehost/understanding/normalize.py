@@ -78,7 +78,7 @@ GLOSSARY: dict[str, str] = {
     "叠加": "stack combine coupons", "一起用": "together combine", "包邮": "free shipping", "运费": "shipping",
     "分期": "instalments", "免息": "interest-free instalments", "活动": "campaign deal",
     # buying
-    "我要": "i want", "想要": "i want", "买": "buy", "下单": "order buy", "拍": "buy", "加购": "add to cart",
+    "我要": "i want", "下单": "order buy", "加购": "add to cart",
     "购物车": "cart",
     # after the sale
     "订单": "my order", "发货": "ship shipped", "快递": "delivery", "物流": "tracking delivery",
