@@ -617,6 +617,8 @@ class _Decider:
         own = stems(" ".join([str(prod.get("title") or ""), str(prod.get("sku") or ""),
                               *map(str, attrs), *(str(v) for v in attrs.values() if isinstance(v, str | list))]))
         title = {s for s in stems(str(prod.get("title") or "")) if s not in _GENERIC}
+        if self._names_title_compound():
+            return []  # "powerbank" for a "Power Bank": the title's words written together
         if title & self.text_stems:
             if _OTHER_RE.search(normalize(self.text)):
                 # "the other boots": a product like the one on screen, but not it
@@ -793,7 +795,9 @@ class _Decider:
             if near is not None and near[0] != "chit_chat":
                 return [near[0]]
             named_question = bool(self.named) and _QUESTION_RE.search(low) is not None
-            return ["general"] if self._looks_like_question() or named_question else ["off_topic"]
+            # a Chinese question in a live room is most often about the product on screen
+            cjk_question = bool(_CJK_RE.search(self.text)) and "?" in low and self.product is not None
+            return ["general"] if self._looks_like_question() or named_question or cjk_question else ["off_topic"]
         if names == ["chit_chat"] and self._looks_like_question() and re.search(r"\b(this|it|link)\b", low):
             names.append("general")
         return names
@@ -829,9 +833,16 @@ class _Decider:
         self.compliance = harmful[0] == "compliance"
         return "refusal" if self.compliance else harmful[0]
 
+    def _names_title_compound(self) -> bool:
+        """The comment writes two or more words of the on-screen product's title as one ("powerbank")."""
+        prod = self.product or {}
+        title = stems(str(prod.get("title") or ""))
+        compact = re.sub(r"[^a-z0-9]", "", str(prod.get("title") or "").lower())
+        return any(len(w) >= 6 and w in compact and stem(w) not in title for w in words(normalize(self.text)))
+
     def _looks_like_question(self) -> bool:
         low = self.low
-        if self.links:
+        if self.links or self._names_title_compound():
             return True
         product_words = stems(" ".join(str(v) for v in (self.product or {}).values() if isinstance(v, str)))
         return bool(re.search(r"\b(this|it|that one|the item|product)\b", low) and "?" in low) or bool(
@@ -1613,8 +1624,9 @@ class _Decider:
                      kinds: tuple[str, ...] = ("attribute", "faq", "campaign")) -> list[Fact]:
         """For each question of the comment (clauses split at question marks, line breaks and "and/also"),
         the fact that answers it when it stands out clearly (a stricter threshold than :meth:`retrieve`)."""
-        clauses = [gloss(c.strip()) for c in _CLAUSE_SPLIT.split(self.text)
-                   if c and (len(words(c)) >= 2 or _CJK_RE.search(c))]
+        # chat shorthand joins questions too ("how many watts n whats the capacity")
+        raw = [part for c in _CLAUSE_SPLIT.split(self.text) if c for part in re.split(r"\s(?:n|&)\s", c)]
+        clauses = [gloss(c.strip()) for c in raw if c and (len(words(c)) >= 2 or _CJK_RE.search(c))]
         pool = [f for f in self.fact_pool(facts) if f.kind in kinds]
         if not pool:
             return []

@@ -147,8 +147,11 @@ def _table_facts(subject: str, key: str, label: str, table: dict[str, Any]) -> l
 
 
 def faq_facts(entries: list[tuple[str, str]]) -> list[Fact]:
-    return [Fact("faq", "faq", f"{q} {a}", a.strip() if a.strip().endswith((".", "!", "?")) else a.strip() + ".")
+    return [Fact("faq", "faq", f"{q} {a}", a.strip() if a.strip().endswith(_ENDS) else a.strip() + ".")
             for q, a in entries]
+
+
+_ENDS = (".", "!", "?", "。", "！", "？")
 
 
 def campaign_facts(campaign: dict[str, Any] | None) -> list[Fact]:
@@ -157,7 +160,7 @@ def campaign_facts(campaign: dict[str, Any] | None) -> list[Fact]:
     name = str(campaign.get("name") or "").strip()
     out = []
     for rule in campaign.get("rules") or []:
-        r = str(rule).strip().rstrip(".")
+        r = str(rule).strip().rstrip(".。")
         sentence = f"In our {name}: {r[0].lower() + r[1:] if r[:1].isupper() and not r[:2].isupper() else r}." \
             if name and "\n" not in name else f"{r}."
         out.append(Fact("campaign", "campaign", r, sentence))
