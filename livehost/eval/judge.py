@@ -206,9 +206,15 @@ def variant_stocks(item: dict[str, Any]) -> list[tuple[str, int]]:
     stock and whose value maps variant -> int (``"stock_by_size": {"25": 0, "26": 5}``)."""
     out: list[tuple[str, int]] = []
     for key, table in (item.get("attributes") or {}).items():
-        if "stock" in str(key).lower() and isinstance(table, dict):
-            out += [(str(name), units) for name, units in table.items()
-                    if isinstance(units, int) and not isinstance(units, bool)]
+        if not isinstance(table, dict):
+            continue
+        counts = [(str(name), units) for name, units in table.items()
+                  if isinstance(units, int) and not isinstance(units, bool)]
+        # a key that says stock, or a variant dimension alone mapped to whole numbers ("sizes": {"XL": 0})
+        if re.search(r"stock|inventory|qty|quantit|remaining|available", str(key), re.I) or (
+                re.fullmatch(r"(?:sizes?|colou?rs?|shades?|variants?|styles?|flavou?rs?)", str(key), re.I)
+                and counts and len(counts) == len(table)):
+            out += counts
     return out
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import re
+import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -1653,20 +1654,31 @@ class _Decider:
         """Rows of a variant table (stock per size, …) that the comment names by their key ("the 38")."""
         if not facts:
             return []
-        tokens = set(re.findall(r"[\w.]+", self.text))
+        # full-width letters folded, and Latin or digit runs apart from Chinese ("Ｌ码", "XL没了吗")
+        text = unicodedata.normalize("NFKC", self.text)
+        spaced = re.sub(r"([\u4e00-\u9fff]+)", r" \1 ", text)
+        tokens = set(re.findall(r"[^\W_]+(?:\.\d+)?", spaced))
         low_tokens = {t.lower() for t in tokens}
         rows: list[Fact] = []
         for f in attribute_facts("It", facts.get("attributes") or {}):
             if f.kind != "variant" or not f.row:
                 continue
-            row = f.row
-            # a row of several words ("02 natural") is named by its words that are not codes
-            row_words = [w for w in re.findall(r"[\w.]+", row.lower()) if not w.isdigit()]
-            multi = len(row.split()) > 1 and bool(row_words) and all(w in low_tokens for w in row_words)
+            row = unicodedata.normalize("NFKC", f.row)
+            # a row of several words ("02 natural", "matcha green 抹茶绿") is named by its words that are
+            # not codes, or by its Chinese name
+            parts = re.findall(r"[\u4e00-\u9fff]+|[^\W_]+(?:\.\d+)?", row.lower())
+            row_words = [w for w in parts if not w.isdigit()]
+            chinese = [w for w in parts if _CJK_RE.match(w) and len(w) >= 2]
+            multi = len(parts) > 1 and bool(row_words) and (
+                all(w in low_tokens or (_CJK_RE.match(w) and w in text) for w in row_words)
+                or any(w in text for w in chinese))
+            # "1.8" names the "1.8m" row: a measured row is named by its number
+            measured = re.fullmatch(r"(\d+(?:\.\d+)?)\s*[a-z]{1,3}", row.lower())
             if multi or (row.isdigit() and row in tokens) or (not row.isdigit() and len(row) > 1
                                                               and row.lower() in low_tokens) \
-                    or (len(row) == 1 and re.search(rf"(?:\bsize\s+|\bin\s+|\b){re.escape(row)}\b(?!')", self.text)
-                        and row.isupper()):
+                    or (measured is not None and "." in measured.group(1) and measured.group(1) in tokens) \
+                    or (len(row) == 1 and row.isupper() and (row in tokens or re.search(
+                        rf"(?:\bsize\s+|\bin\s+|\b){re.escape(row)}\b(?!')", text))):
                 if not (row.isdigit() and row in {str(n) for n in self.links}):
                     rows.append(f)
         return rows

@@ -28,6 +28,8 @@ UNIT_NAMES = {"mm": "millimetres", "cm": "centimetres", "m": "metres", "g": "gra
               "Pa": "pascals", "dB": "decibels", "lumens": "lumens"}
 # words of a data schema (not of viewers) that mark a table of units left
 COUNT_WORDS = ("stock", "inventory", "units", "qty", "quantity", "left", "available")
+VARIANT_DIMENSIONS = {"size", "sizes", "colour", "colours", "color", "colors", "shade", "shades", "variant",
+                      "variants", "style", "styles", "flavour", "flavours", "flavor", "flavors"}
 _WORD = re.compile(r"[a-z0-9]+")
 
 
@@ -133,7 +135,11 @@ def _table_facts(subject: str, key: str, label: str, table: dict[str, Any]) -> l
         words[words.index("per") + 1] if "per" in words[:-1] else "")
     head = " ".join(words[: words.index("by")] if "by" in words else words[: words.index("per")]
                     if "per" in words else words)
-    counts = any(w in COUNT_WORDS for w in head.split())
+    # a table of units left: its key says so ("stock by size"), or it maps a variant dimension alone
+    # ("sizes": {"S": 4, "XL": 0}) to whole numbers
+    counts = any(w in COUNT_WORDS for w in head.split()) or (
+        set(head.split()) <= VARIANT_DIMENSIONS and bool(table)
+        and all(isinstance(v, int) and not isinstance(v, bool) for v in table.values()))
     out: list[Fact] = []
     for row, value in table.items():
         name = f"{dim} {row}".strip() if dim else str(row)

@@ -59,3 +59,20 @@ def test_a_campaign_rule_that_addresses_the_host_is_never_said() -> None:
     assert "188" in reply and "ZERO99" not in reply, reply
     reply = _reply("公告里的码能用吗？", rules=rules)  # "can I use the code in the announcement?"
     assert "ZERO99" not in reply, reply
+
+
+def test_variant_stock_asked_in_chinese_and_full_width() -> None:
+    item = {**ITEM, "attributes": {"stock_by_size": {"M": 0, "L": 5, "XL": 2}, "colour_stock": {"雾霾蓝": 0}}}
+    comment = {"user_id": "u", "text": "Ｌ码还有几件？M呢", "offset_ms": 0}
+    case: dict[str, Any] = {"id": "v", "category": "inventory", "room": {"room_id": "room-v", "current_link": 1},
+                            "catalog": [item], "comments": [comment], "expect": {"respond": True}}
+    reply = run_loop(decide, HARNESS, case).reply or ""
+    assert "5 left" in reply and "M is sold out" in reply, reply
+
+
+def test_a_variant_dimension_mapped_to_whole_numbers_is_a_stock_table() -> None:
+    from livehost.understanding.facts import attribute_facts
+
+    sentences = [f.sentence for f in attribute_facts("It", {"sizes": {"S": 3, "XL": 0}, "length_cm": {"S": 88}})]
+    assert "Sorry, XL is sold out right now." in sentences and "S is in stock, 3 left." in sentences
+    assert not any("88 left" in s for s in sentences)  # a measurement table is not stock
