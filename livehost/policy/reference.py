@@ -448,6 +448,9 @@ def _key_has(key: str, *needles: str) -> bool:
 # intents that ask nothing of the catalog: a merged comment with only these is not answered on its own
 _OTHER_RE = re.compile(r"\b(other|another)\b")
 _CJK_RE = re.compile(r"[\u4e00-\u9fff]")
+_IDENTITY_RE = re.compile(r"\bare you (a |an )?(real|human|person|ai|bot|robot|machine|virtual)\b|\byou (a |an )?"
+                          r"(real person|human|bot|robot)\?|\b(real person|human) or (an? )?(ai|bot|robot)\b")
+_IDENTITY_ZH_RE = re.compile(r"(是|是不是)(真人|机器人|AI|ai|人工智能|虚拟)|真人吗|机器人吗|AI吗")
 # a product that arrived damaged or wrong: after-sales, whatever the order's status says
 _DAMAGE_RE = re.compile(r"\b(broken|broke|damaged|cracked|defective|faulty|leaking|torn|dented|shattered|wrong "
                         r"(item|size|colou?r|one|product)|missing (parts?|pieces?|items?))\b|\b(stopped|not|isn't|"
@@ -551,7 +554,7 @@ class _Decider:
 
     def _links_in(self, text: str) -> list[int]:
         found: list[tuple[int, int]] = []
-        low = normalize(text)
+        low = normalize(gloss(text))  # "4号" / "链接3" name links too
         for m in _LINK_RE.finditer(low):
             found.append((m.start(), int(m.group(1) or m.group(2))))
         for m in _LINK_WORD_RE.finditer(low):
@@ -1380,7 +1383,12 @@ class _Decider:
                 out.append((f"Happy to answer any questions about {the_item} though!", False, 2))
             return out
 
-        if intents and intents[0] == "chit_chat":
+        if _IDENTITY_RE.search(self.low) or _IDENTITY_ZH_RE.search(self.text):
+            # a viewer asking whether the host is a person hears the truth
+            out.append(("I'm an AI host, a virtual assistant of this live room, here to answer your questions!",
+                        False, 0))
+        if intents and intents[0] == "chit_chat" and not (_IDENTITY_RE.search(self.low)
+                                                          or _IDENTITY_ZH_RE.search(self.text)):
             if _THANKS_RE.search(self.low):
                 out.append(("Thank you so much!", False, 1))
             elif re.search(r"\blove\b", self.low):

@@ -76,3 +76,9 @@ def test_a_variant_dimension_mapped_to_whole_numbers_is_a_stock_table() -> None:
     sentences = [f.sentence for f in attribute_facts("It", {"sizes": {"S": 3, "XL": 0}, "length_cm": {"S": 88}})]
     assert "Sorry, XL is sold out right now." in sentences and "S is in stock, 3 left." in sentences
     assert not any("88 left" in s for s in sentences)  # a measurement table is not stock
+
+
+def test_a_viewer_asking_whether_the_host_is_a_person_hears_the_truth() -> None:
+    for text in ("are you a real person??", "主播是真人吗"):
+        assert "AI host" in _reply(text), text
+    assert "AI host" not in _reply("how much is it?")
