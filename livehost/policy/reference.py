@@ -614,8 +614,8 @@ class _Decider:
 
     def _named_words(self) -> list[str]:
         """Content words of a comment without a link number that the current product does not have."""
-        if self.links:
-            return []
+        if self.links or _IDENTITY_RE.search(expand_shorthand(self.text)) or _IDENTITY_ZH_RE.search(self.text):
+            return []  # "are you a real person?" names no product
         prod = self.product or {}
         attrs = prod.get("attributes") or {}
         own = stems(" ".join([str(prod.get("title") or ""), str(prod.get("sku") or ""),
