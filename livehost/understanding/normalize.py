@@ -69,7 +69,8 @@ GLOSSARY: dict[str, str] = {
     "这个": "this", "这款": "this", "那个": "that", "链接": "link", "号链接": "link", "上一个": "previous",
     "刚才": "earlier", "便宜的": "cheaper", "大的": "big", "小的": "small",
     # price
-    "多少钱": "how much price", "价格": "price", "价钱": "price", "几块": "how much price", "贵": "expensive",
+    "多少钱": "how much price", "价格": "price", "价钱": "price", "价": "price", "几块": "how much price",
+    "贵": "expensive", "便宜": "cheaper price",
     # stock
     "有货": "in stock", "还有": "still have stock", "库存": "stock", "没货": "sold out", "售罄": "sold out",
     "卖完": "sold out", "断货": "sold out", "补货": "restock", "剩": "left",
