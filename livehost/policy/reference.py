@@ -1227,7 +1227,7 @@ class _Decider:
         """What the viewer can do next: a return or exchange they ask for, or a delivered order they
         say they do not have (the status alone would contradict them)."""
         out: list[tuple[str, bool, int]] = []
-        low = normalize(self.text)
+        low = self.low  # Chinese after-sales words are glossed ("退款" → refund)
         wish = re.search(r"\b(return|exchange|refund)", low)
         if wish:
             noun = {"return": "a return", "exchange": "an exchange", "refund": "a refund"}[wish.group(1)]
@@ -1498,7 +1498,7 @@ class _Decider:
                                 False, 0))
                 elif oid:
                     out.append(("Let me look into your order for you.", False, 0))
-                elif _DAMAGE_RE.search(normalize(self.text)):
+                elif _DAMAGE_RE.search(self.low):
                     out.append(_DAMAGE_SENTENCE)
                 elif not self._faq_answer(self.faq_entries()):
                     out.append(("Share your order number and I'll check it for you.", False, 0))
