@@ -43,6 +43,7 @@ class Fact:
     value: Any = None
 
 
+_PREPOSITIONS = {"from", "in", "with", "to", "for", "by", "at", "on"}
 _PREFIXES = ("non", "anti", "pre", "self", "semi", "multi", "co")
 
 
@@ -95,6 +96,9 @@ def attribute_facts(subject: str, attributes: dict[str, Any]) -> list[Fact]:
     inner = subject[0].lower() + subject[1:] if subject in ("It",) or subject.startswith("The ") else subject
     for key, value in attributes.items():
         label, unit = humanise_key(key)
+        if unit and isinstance(value, str) and not re.match(r"\s*[\d.]", value):
+            # a word that only looks like a unit ("made_in": "Vietnam" is not in inches)
+            label, unit = humanise_key(f"{key}_x")[0].removesuffix(" x"), ""
         if not label:
             continue
         if isinstance(value, dict):
@@ -119,7 +123,12 @@ def attribute_facts(subject: str, attributes: dict[str, Any]) -> list[Fact]:
         else:
             shown = fmt(value) + (f" {unit}" if unit and unit != "%" else unit)
             possessive = "Its" if subject == "It" else f"The {subject.removeprefix('The ')}'s"
-            if _adjective(label) and isinstance(value, int | float) and label.split()[-1].endswith(("proof", "safe")):
+            parts = label.split()
+            if len(parts) > 1 and parts[-1] in _PREPOSITIONS:
+                # a key that is a phrase of its own ("ships_from", "made_in", "comes_with"): said as one
+                verb = "is " if parts[0].endswith("ed") or parts[0] in ("made", "built", "grown", "sold") else ""
+                sentence = f"{subject} {verb}{label} {shown}."
+            elif _adjective(label) and isinstance(value, int | float) and parts[-1].endswith(("proof", "safe")):
                 sentence = f"{subject} is {label}, rated {shown}."
             else:
                 verb = "are" if label.endswith("s") and not label.endswith("ss") else "is"

@@ -82,3 +82,11 @@ def test_a_viewer_asking_whether_the_host_is_a_person_hears_the_truth() -> None:
     for text in ("are you a real person??", "主播是真人吗"):
         assert "AI host" in _reply(text), text
     assert "AI host" not in _reply("how much is it?")
+
+
+def test_keys_that_are_phrases_are_said_as_phrases() -> None:
+    from livehost.understanding.facts import attribute_facts
+
+    said = [f.sentence for f in attribute_facts("It", {"ships_from": "Harbin", "made_in": "Vietnam",
+                                                        "length_in": 12})]
+    assert said == ["It ships from Harbin.", "It is made in Vietnam.", "Its length is 12 inches."]
