@@ -27,14 +27,15 @@ from aiokafka import AIOKafkaConsumer
 
 from livehost import codec
 from livehost.config import REPO_ROOT, Settings
-from livehost.db import connect_pool, migrate
 from livehost.harness.loader import load
-from livehost.kafka import Producer, ensure_topics
+from livehost.kafka import Producer
 from livehost.stack import postgres
 from livehost.stack.process import start_detached
 from livehost.stack.testing import kafka_client
 from livehost.topics import REPLIES, TRAJECTORIES
 from livehost.training.synthetic import good_script, retry_script, run_script
+
+from .test_faust_workers import prepare_system
 
 pytestmark = pytest.mark.integration
 READY = "Worker]: Ready"
@@ -135,15 +136,6 @@ async def publish_paced(settings: Settings, records: list[dict[str, Any]], gap_s
         await producer.stop()
 
 
-async def prepare(settings: Settings) -> None:
-    await ensure_topics(settings)
-    pool = await connect_pool(settings.postgres_dsn, attempts=10)
-    try:
-        await migrate(pool)
-    finally:
-        await pool.close()
-
-
 async def check_exactly_once(dsn: str, prefix: str, records: list[dict[str, Any]]) -> None:
     n, distinct = await stored(dsn, prefix)
     assert n == distinct == len(records)
@@ -193,7 +185,7 @@ async def test_a_reply_delivered_twice_publishes_one_trajectory_record(kafka: st
     topic the training team reads gets one record per request (the row remembers it was published)."""
     dsn = postgres.dsn(pg)
     settings = Settings(kafka_bootstrap=kafka, postgres_dsn=dsn)
-    await prepare(settings)
+    await prepare_system(settings)
     records = replies("twice", 40)
     env = env_for(kafka, dsn, tmp_path)
     proc = await asyncio.to_thread(start_recorder, env, tmp_path / "recorder.log")
@@ -218,7 +210,7 @@ async def test_sigkill_mid_stream_loses_and_doubles_nothing(kafka: str, pg: post
                                                             tmp_path: Path) -> None:
     dsn = postgres.dsn(pg)
     settings = Settings(kafka_bootstrap=kafka, postgres_dsn=dsn)
-    await prepare(settings)
+    await prepare_system(settings)
     records = replies("kill", TOTAL)
     env = env_for(kafka, dsn, tmp_path)
     log = tmp_path / "recorder.log"
@@ -242,7 +234,7 @@ async def test_sigkill_mid_stream_loses_and_doubles_nothing(kafka: str, pg: post
 async def test_postgres_restart_mid_stream_loses_nothing(kafka: str, pg: postgres.Running, tmp_path: Path) -> None:
     dsn = postgres.dsn(pg)
     settings = Settings(kafka_bootstrap=kafka, postgres_dsn=dsn)
-    await prepare(settings)
+    await prepare_system(settings)
     records = replies("pgrestart", TOTAL)
     env = env_for(kafka, dsn, tmp_path)
     log = tmp_path / "recorder.log"
@@ -273,7 +265,7 @@ async def test_postgres_crash_mid_stream_loses_nothing(kafka: str, pg: postgres.
     embedded server's setting), whose offset was then committed, was gone after crash recovery."""
     dsn = postgres.dsn(pg)
     settings = Settings(kafka_bootstrap=kafka, postgres_dsn=dsn)
-    await prepare(settings)
+    await prepare_system(settings)
     records = replies("pgcrash", TOTAL)
     env = env_for(kafka, dsn, tmp_path)
     log = tmp_path / "recorder.log"
