@@ -28,7 +28,7 @@ import jsonschema
 
 from livehost.understanding import choice, embed
 from livehost.understanding.facts import Fact, attribute_facts, campaign_facts, faq_facts, rank
-from livehost.understanding.normalize import expand_shorthand, gloss, normalize
+from livehost.understanding.normalize import CJK, expand_shorthand, gloss, normalize
 from livehost.understanding.screening import DEFAULT_THRESHOLDS, screen
 
 # --------------------------------------------------------------------------- words
@@ -96,6 +96,11 @@ def _vocab(*items: str) -> set[str]:
 
 # --------------------------------------------------------------------------- intents
 
+# a product that arrived damaged or wrong: after-sales, whatever the order's status says
+_DAMAGE = (r"\b(broken|broke|damaged|cracked|defective|faulty|leaking|torn|dented|shattered|wrong "
+           r"(item|size|colou?r|one|product)|missing (parts?|pieces?|items?))\b"
+           r"|\b(stopped|not|isn't|doesn't) working\b")
+
 INTENT_PATTERNS: dict[str, list[str]] = {
     "price": [
         r"\bhow much\b", r"\bprice[sd]?\b", r"\bpricing\b", r"\bcost(s|ing)?\b", r"\bexpensive\b",
@@ -137,9 +142,7 @@ INTENT_PATTERNS: dict[str, list[str]] = {
         r"\b(has|have)n'?t (arrived|come|shown up)\b",
         r"\bnot (arrived|received|come)\b", r"\brefunds?\b", r"\breturn (it|this|my)\b",
         r"\bwhere is my\b", r"\bmy (package|parcel|delivery)\b", r"\bexchange (it|my)\b",
-        r"\bwhen will (it|my) (arrive|ship|come)\b", r"\bbroken\b", r"\bdamaged\b",
-        r"\b(cracked|defective|faulty|leaking|torn|dented|shattered)\b", r"\b(stopped|not|isn't|doesn't) working\b",
-        r"\bwrong (item|size|colou?r|one|product)\b", r"\bmissing (parts?|pieces?|items?)\b",
+        r"\bwhen will (it|my) (arrive|ship|come)\b", _DAMAGE,
     ],
     "chit_chat": [
         r"^\s*(hi|hello|hey|yo|hiya|howdy)\b", r"\bgood (morning|evening|afternoon|night)\b",
@@ -447,14 +450,10 @@ def _key_has(key: str, *needles: str) -> bool:
 
 # intents that ask nothing of the catalog: a merged comment with only these is not answered on its own
 _OTHER_RE = re.compile(r"\b(other|another)\b")
-_CJK_RE = re.compile(r"[\u4e00-\u9fff]")
 _IDENTITY_RE = re.compile(r"\bare you (a |an )?(real|human|person|ai|bot|robot|machine|virtual)\b|\byou (a |an )?"
                           r"(real person|human|bot|robot)\?|\b(real person|human) or (an? )?(ai|bot|robot)\b")
 _IDENTITY_ZH_RE = re.compile(r"(是|是不是)(真人|机器人|AI|ai|人工智能|虚拟)|真人吗|机器人吗|AI吗")
-# a product that arrived damaged or wrong: after-sales, whatever the order's status says
-_DAMAGE_RE = re.compile(r"\b(broken|broke|damaged|cracked|defective|faulty|leaking|torn|dented|shattered|wrong "
-                        r"(item|size|colou?r|one|product)|missing (parts?|pieces?|items?))\b|\b(stopped|not|isn't|"
-                        r"doesn't) working\b")
+_DAMAGE_RE = re.compile(_DAMAGE)
 _DAMAGE_SENTENCE = ("So sorry it arrived like that! Please open an after-sales request from your order page with a "
                     "photo: customer service will arrange a replacement or a refund.", False, 0)
 _PREVIOUS_RE = re.compile(r"\b(?:previous|earlier|from before|go(?:ing)? back|back to (?:the|that)|you (?:just )?"
@@ -477,6 +476,8 @@ class _Decider:
         merged = ctx.get("merged_text") or " ".join(str(c.get("text", "")) for c in comments if isinstance(c, dict))
         self.text = str(merged).strip()
         self.low = expand_shorthand(self.text)
+        # "are you a real person?": answered honestly, and it names no product
+        self.asks_identity = bool(_IDENTITY_RE.search(self.low) or _IDENTITY_ZH_RE.search(self.text))
         self.text_stems = stems(self.low)
         self.room = ctx.get("room") or {}
         self.product = ctx.get("product") or None
@@ -571,23 +572,23 @@ class _Decider:
             for m in re.finditer(r"\b(?:the\s+)?last\s+(?:one|link|item|product)\b", low):
                 found.append((m.start(), lineup[-1]))
         prev = self.room.get("previous_link")
-        if not found and not isinstance(prev, int) and _PREVIOUS_RE.search(expand_shorthand(text)):
+        earlier = None if found else _PREVIOUS_RE.search(expand_shorthand(text))
+        if earlier and not isinstance(prev, int):
             # "the one you showed earlier" with no record of it: the only other product, else ask which
             not_on_screen = [n for n in lineup if n != self.room.get("current_link")]
             if len(not_on_screen) == 1:
                 found.append((0, not_on_screen[0]))
             else:
                 self.previous_unknown = True
-        if not found and isinstance(prev, int):
+        if earlier and isinstance(prev, int):
             # "the previous one", "the one you showed earlier", "go back": the product shown before this one
-            earlier = _PREVIOUS_RE.search(expand_shorthand(text))
             # ... unless the comment names another product of the lineup ("the tea, and the teapot you
             # showed earlier" is about a teapot, not whatever was shown before)
             prev_title = next((stems(str(x.get("title") or "")) for x in self.lineup() if x.get("link_id") == prev),
                               set())
             others = {w for x in self.lineup() if x.get("link_id") != prev
                       for w in stems(str(x.get("title") or "")) if w not in _GENERIC} - prev_title
-            if earlier and not others & stems(expand_shorthand(text)):
+            if not others & stems(expand_shorthand(text)):
                 found.append((earlier.start(), prev))
         out: list[int] = []
         for _, n in sorted(found):
@@ -614,8 +615,8 @@ class _Decider:
 
     def _named_words(self) -> list[str]:
         """Content words of a comment without a link number that the current product does not have."""
-        if self.links or _IDENTITY_RE.search(expand_shorthand(self.text)) or _IDENTITY_ZH_RE.search(self.text):
-            return []  # "are you a real person?" names no product
+        if self.links or self.asks_identity:
+            return []
         prod = self.product or {}
         attrs = prod.get("attributes") or {}
         own = stems(" ".join([str(prod.get("title") or ""), str(prod.get("sku") or ""),
@@ -800,7 +801,7 @@ class _Decider:
                 return [near[0]]
             named_question = bool(self.named) and _QUESTION_RE.search(low) is not None
             # a Chinese question in a live room is most often about the product on screen
-            cjk_question = bool(_CJK_RE.search(self.text)) and "?" in low and self.product is not None
+            cjk_question = bool(CJK.search(self.text)) and "?" in low and self.product is not None
             return ["general"] if self._looks_like_question() or named_question or cjk_question else ["off_topic"]
         if names == ["chit_chat"] and self._looks_like_question() and re.search(r"\b(this|it|link)\b", low):
             names.append("general")
@@ -1383,12 +1384,11 @@ class _Decider:
                 out.append((f"Happy to answer any questions about {the_item} though!", False, 2))
             return out
 
-        if _IDENTITY_RE.search(self.low) or _IDENTITY_ZH_RE.search(self.text):
+        if self.asks_identity:
             # a viewer asking whether the host is a person hears the truth
             out.append(("I'm an AI host, a virtual assistant of this live room, here to answer your questions!",
                         False, 0))
-        if intents and intents[0] == "chit_chat" and not (_IDENTITY_RE.search(self.low)
-                                                          or _IDENTITY_ZH_RE.search(self.text)):
+        if intents and intents[0] == "chit_chat" and not self.asks_identity:
             if _THANKS_RE.search(self.low):
                 out.append(("Thank you so much!", False, 1))
             elif re.search(r"\blove\b", self.low):
@@ -1635,7 +1635,7 @@ class _Decider:
         the fact that answers it when it stands out clearly (a stricter threshold than :meth:`retrieve`)."""
         # chat shorthand joins questions too ("how many watts n whats the capacity")
         raw = [part for c in _CLAUSE_SPLIT.split(self.text) if c for part in re.split(r"\s(?:n|&)\s", c)]
-        clauses = [gloss(c.strip()) for c in raw if c and (len(words(c)) >= 2 or _CJK_RE.search(c))]
+        clauses = [gloss(c.strip()) for c in raw if c and (len(words(c)) >= 2 or CJK.search(c))]
         pool = [f for f in self.fact_pool(facts) if f.kind in kinds]
         if not pool:
             return []
@@ -1676,9 +1676,9 @@ class _Decider:
             # not codes, or by its Chinese name
             parts = re.findall(r"[\u4e00-\u9fff]+|[^\W_]+(?:\.\d+)?", row.lower())
             row_words = [w for w in parts if not w.isdigit()]
-            chinese = [w for w in parts if _CJK_RE.match(w) and len(w) >= 2]
+            chinese = [w for w in parts if CJK.match(w) and len(w) >= 2]
             multi = len(parts) > 1 and bool(row_words) and (
-                all(w in low_tokens or (_CJK_RE.match(w) and w in text) for w in row_words)
+                all(w in low_tokens or (CJK.match(w) and w in text) for w in row_words)
                 or any(w in text for w in chinese))
             # "1.8" names the "1.8m" row: a measured row is named by its number
             measured = re.fullmatch(r"(\d+(?:\.\d+)?)\s*[a-z]{1,3}", row.lower())

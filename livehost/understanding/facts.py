@@ -43,6 +43,7 @@ class Fact:
     value: Any = None
 
 
+_ENDS = (".", "!", "?", "。", "！", "？")  # a sentence already ended, in English or Chinese
 _PREPOSITIONS = {"from", "in", "with", "to", "for", "by", "at", "on"}
 _PREFIXES = ("non", "anti", "pre", "self", "semi", "multi", "co")
 
@@ -165,8 +166,6 @@ def faq_facts(entries: list[tuple[str, str]]) -> list[Fact]:
     return [Fact("faq", "faq", f"{q} {a}", a.strip() if a.strip().endswith(_ENDS) else a.strip() + ".")
             for q, a in entries]
 
-
-_ENDS = (".", "!", "?", "。", "！", "？")
 
 
 def campaign_facts(campaign: dict[str, Any] | None) -> list[Fact]:

@@ -102,13 +102,13 @@ GLOSSARY: dict[str, str] = {
     "你好": "hello", "哈喽": "hello", "主播": "host", "谢谢": "thanks",
 }
 _GLOSS_RE = re.compile("|".join(sorted((re.escape(k) for k in GLOSSARY), key=len, reverse=True)))
-_CJK = re.compile(r"[\u4e00-\u9fff]")
+CJK = re.compile(r"[\u4e00-\u9fff]")  # Chinese characters
 
 
 def gloss(text: str) -> str:
     """The text, followed by the English sense of the Chinese shopping words in it (unchanged when it
     has no Chinese)."""
-    if not _CJK.search(text):
+    if not CJK.search(text):
         return text
     senses = [GLOSSARY[m.group(0)] for m in _GLOSS_RE.finditer(text)]
     # "3号链接" / "链接3" / "3号" name a link by number
