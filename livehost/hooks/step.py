@@ -18,6 +18,7 @@ from livehost.commerce.operations import OPERATIONS
 from livehost.harness.model import Harness, Hook
 from livehost.hooks.gate import policy_for, static_reason
 from livehost.hooks.verdict import Verdict, VerdictKind
+from livehost.understanding.quote import derived_numbers
 
 CONTROL_TOKEN = re.compile(r"<[^<>\s]{1,24}>|\[[a-z]+_[a-z0-9]+\]")
 NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
@@ -134,7 +135,11 @@ def _factual_risk(hook: Hook, harness: Harness, state: dict[str, Any], action: d
     spoken = strip_control_tokens(action.get("text") or "")
     evidence = evidence_text(state)
     if hook.params.get("check_numbers", True):
-        unsupported = sorted(_numbers(spoken) - _numbers(evidence))
+        supported = _numbers(evidence)
+        # a total, a price after a coupon or a per-unit price is supported when the reply shows its
+        # calculation from supported numbers and the arithmetic is right
+        derived = {f"{v:g}" for v in derived_numbers(spoken, {float(x) for x in supported})}
+        unsupported = sorted(_numbers(spoken) - supported - derived)
         if unsupported:
             return f"numbers not supported by tool results or product data: {', '.join(unsupported)}"
     if hook.params.get("check_claims", True):

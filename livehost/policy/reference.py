@@ -29,6 +29,16 @@ import jsonschema
 from livehost.understanding import choice, embed
 from livehost.understanding.facts import Fact, attribute_facts, campaign_facts, faq_facts, rank
 from livehost.understanding.normalize import CJK, expand_shorthand, gloss, normalize
+from livehost.understanding.quote import (
+    Coupon,
+    asks_after_coupon,
+    best_coupon,
+    derived_numbers,
+    money,
+    pack_count,
+    per_unit_asked,
+    quantities,
+)
 from livehost.understanding.screening import DEFAULT_THRESHOLDS, screen
 
 # --------------------------------------------------------------------------- words
@@ -168,7 +178,8 @@ _COMPLIANCE_PATTERNS = [
     r"\bknock ?-?offs?\b", r"\bfake discount\b", r"\bbypass\b", r"\bunder the table\b",
 ]
 _GREETING_RE = re.compile(r"^\s*(hi|hello|hey|yo|hiya|howdy|good (morning|evening|afternoon|night))\b")
-_CODE_RE = re.compile(r"(?<![\w#-])[A-Z]{2,10}\d{1,3}[A-Z]?(?![\w-])")
+# a promotion code; Chinese text has no spaces, so a Chinese character may touch it ("能用GLOW15吗")
+_CODE_RE = re.compile(r"(?<![A-Za-z0-9_#-])[A-Z]{2,10}\d{1,3}[A-Z]?(?![A-Za-z0-9_-])")
 _THANKS_RE = re.compile(r"\b(thanks?|thank you)\b")
 # "does it come in X", "can I get it in X": X names one option of a product's option list (colours, …)
 _OPTION_RE = re.compile(r"\b(?:comes?|coming|came)\s+in\s+(?:an?\s+)?([a-z][a-z-]+)\b"
@@ -179,7 +190,7 @@ _NOT_OPTIONS = {"stock", "store", "cart", "time", "total", "bulk", "person", "ad
 _LINK_RE = re.compile(r"\blink\s*(?:#|no\.?|num(?:ber)?\.?)?\s*(\d{1,4})\b|#\s?(\d{1,4})\b", re.IGNORECASE)
 _ORDER_RE = re.compile(
     r"\border\s*(?:#|no\.?|number|num|id)?\s*(?:is\s+)?[:#]?\s*([A-Za-z]*-?\d[\w-]{3,})"
-    r"|(?:^|\s)#?([A-Za-z]{1,5}-?\d{4,}[\w-]*)\b|\b(\d{8,})\b",
+    r"|(?:^|\s|(?<=[\u4e00-\u9fff：:]))#?([A-Za-z]{1,5}-?\d{4,}[\w-]*)\b|\b(\d{8,})\b",
     re.IGNORECASE,
 )
 # an order id-like token (letters then at least four digits) or a verb of a past purchase: after-sales
@@ -275,7 +286,8 @@ CTA_MIN_SIMILARITY = 0.45
 FACT_THRESHOLD = 0.36
 CLAUSE_FACT_THRESHOLD = 0.6  # a clause no intent answered: only a clear match is said (dev-calibrated)
 REFUSAL_KIND_SIMILARITY = 0.5  # a declined comment clearly about privacy, health or promised results
-_CLAUSE_SPLIT = re.compile(r"[?？\n;；。!！]+|\s(?:and|also|plus|\+|&)\s"
+# Chinese questions are often joined by a space or a comma alone ("多少钱 有什么颜色 会缩水吗")
+_CLAUSE_SPLIT = re.compile(r"[?？\n;；。!！，]+|\s(?:and|also|plus|\+|&)\s|(?<=[\u4e00-\u9fff])\s+(?=[\u4e00-\u9fff])"
                            r"|,\s*(?=(?:is|are|does|do|can|will|how|what)\b)")
 CURRENT_MARGIN = 0.15
 FACT_MARGIN = 0.05
@@ -998,6 +1010,9 @@ class _Decider:
             facts = self.product_facts()
             if facts is not None and self.unresolved_attrs(facts) and not self.context_faq_answer():
                 add("faq")
+        if out and "coupon" not in out and set(self.intents) & {"price", "general"} and (
+                asks_after_coupon(self.text) or _CODE_RE.search(self.text)):
+            add("coupon")  # the price after a coupon needs the coupons
         if "coupon" in self.intents and re.search(r"\b(send|give|get|claim|issue)\b.*\b(me|us)\b", self.low) and \
                 self.issuable_code():
             add("coupon_issue")
@@ -1341,6 +1356,7 @@ class _Decider:
         the_item = f"the {title}" if title else "this one"
         cur = _currency(facts.get("currency")) if facts else ""
         sold_out = False
+        quote_at: int | None = None  # where a calculation the viewer asked for is said
 
         unknown = link is None or (self.previous_unknown and not self.links)
         if unknown and not self.named and "refusal" not in intents and len(self.lineup()) > 1 and \
@@ -1403,6 +1419,7 @@ class _Decider:
                     if lk is not None:
                         out.append(self._price_sentence(facts, link))
                     out.append(self._price_sentence(pf, lk if lk is not None else link))
+                quote_at = len(out) if quote_at is None else quote_at
                 option = self.option_answer(facts, self.subject(facts)) if intent == "general" else None
                 if option:
                     out.append((option, True, 0))
@@ -1521,6 +1538,12 @@ class _Decider:
             elif intent == "off_topic":
                 out.append(("Fun question!", False, 1))
 
+        if "price" in intents or ("coupon" in intents and asks_after_coupon(self.text)):
+            # the calculation answers the question asked: said right after the price, ahead of the rest
+            said = " ".join(s for s, _, _ in out)
+            at = quote_at if quote_at is not None else 0
+            out[at:at] = [q for q in self.quote_sentences(facts) if q[0] not in said]
+
         if not any(i in intents for i in ("refusal", "chit_chat", "off_topic")):
             # every question of the comment gets its answer: a clause that the intents above did not
             # answer ("... and is shipping free?") is answered by the fact it clearly asks about (after a
@@ -1542,6 +1565,43 @@ class _Decider:
         elif (not sold_out and link is not None and self.wants_cta() and "purchase" not in intents
               and "post_purchase" not in intents and any(g and p == 0 for _, g, p in out)):
             out.append((f"Tap link {link} to grab it!", True, 3))
+        return out
+
+    # ---- arithmetic the viewer asks for
+    def quote_sentences(self, facts: dict[str, Any] | None) -> list[tuple[str, bool, int]]:
+        """What the viewer's items come to, shown as a calculation from the catalog's numbers (the
+        grounding check verifies it): several of one item, one unit of a pack, and the price after the
+        coupon that applies (the one the viewer names, else the biggest saving)."""
+        if not facts or not _is_num(facts.get("price")):
+            return []
+        price = float(facts["price"])
+        cur = _currency(facts.get("currency"))
+        out: list[tuple[str, bool, int]] = []
+        per, unit = per_unit_asked(self.text)
+        if per:
+            pack = pack_count(str(facts.get("title") or ""), facts.get("attributes") or {}, unit)
+            if pack is not None:
+                count, word = pack
+                each = word or unit or "piece"
+                out.append((f"That's {_fmt_num(price)} ÷ {count} = {money(price / count)}{cur} per {each}.",
+                            True, 0))
+        counts = [q.count for q in quantities(self.text)]
+        qty = counts[0] if counts and counts[0] >= 2 else 1
+        subtotal = price * qty
+        if qty > 1:
+            out.append((f"{qty} of them: {qty} × {_fmt_num(price)} = {money(subtotal)}{cur}.", True, 0))
+        code = next((m.group(0) for m in _CODE_RE.finditer(self.text)), None)
+        if asks_after_coupon(self.text) or code:
+            usable, _, _ = self.coupon_facts()
+            coupons = [Coupon(str(c["code"]), float(c["pct"]), float(c["min"]) if _is_num(c.get("min")) else 0.0)
+                       for c in usable]
+            use, miss = best_coupon(subtotal, coupons, code)
+            if use is not None:
+                out.append((f"With code {use.code}: {money(subtotal)} - {_fmt_num(use.pct)}% = "
+                            f"{money(subtotal * (1 - use.pct / 100))}{cur}.", True, 0))
+            elif miss is not None and (code or qty > 1 or asks_after_coupon(self.text)):
+                out.append((f"Code {miss.code} needs an order over {_fmt_num(miss.min_spend)}{cur}, so it does "
+                            f"not apply to {money(subtotal)}{cur}.", True, 0))
         return out
 
     # ---- retrieval over the catalog's own data
@@ -1792,6 +1852,7 @@ class _Decider:
         allowed = self.allowed_numbers()
         strict = self.st.reply_corrections
         drop_terms = _quoted_terms(self.st.corrections)
+        known = {float(n) for n in allowed if re.fullmatch(r"\d+(?:\.\d+)?", n)}
         kept: list[tuple[str, int]] = []
         for sentence, grounded, prio in sentences:
             low = sentence.lower()
@@ -1799,8 +1860,13 @@ class _Decider:
                 continue
             if not grounded and any(_has_phrase(low, c) for c in claims):
                 continue
-            if any(n not in allowed for n in _NUM_RE.findall(sentence)):
-                continue
+            unbacked = [n for n in _NUM_RE.findall(sentence) if n not in allowed]
+            if unbacked:
+                # a calculation the sentence shows (a total, a price after a coupon) backs its result
+                derived = derived_numbers(sentence, known)
+                if any(float(n.replace(",", "")) not in derived | known for n in unbacked):
+                    continue
+                known |= derived
             if any(t and t in low for t in drop_terms):
                 continue
             if strict >= 1 and prio >= 3:

@@ -31,6 +31,7 @@ COUNT_WORDS = ("stock", "inventory", "units", "qty", "quantity", "left", "availa
 VARIANT_DIMENSIONS = {"size", "sizes", "colour", "colours", "color", "colors", "shade", "shades", "variant",
                       "variants", "style", "styles", "flavour", "flavours", "flavor", "flavors"}
 _WORD = re.compile(r"[a-z0-9]+")
+_CJK_RUN = re.compile(r"[\u4e00-\u9fff]+")
 
 
 @dataclass(frozen=True)
@@ -184,7 +185,12 @@ def campaign_facts(campaign: dict[str, Any] | None) -> list[Fact]:
 # ---------------------------------------------------------------------------------------- ranking
 
 def _stems(text: str, stem: Any) -> list[str]:
-    return [stem(w) for w in _WORD.findall(text.lower())]
+    """Word stems, and the character pairs of Chinese text (it has no spaces between words; a pair of
+    characters is the usual unit of Chinese lexical retrieval)."""
+    out = [stem(w) for w in _WORD.findall(text.lower())]
+    for run in _CJK_RUN.findall(text):
+        out += [run[i:i + 2] for i in range(len(run) - 1)] if len(run) > 1 else [run]
+    return out
 
 
 def bm25(query: list[str], docs: list[list[str]], k1: float = 1.2, b: float = 0.75) -> list[float]:

@@ -64,7 +64,7 @@ GLOSSARY: dict[str, str] = {
     "吗": "?", "呢": "?", "会不会": "will it ?", "能不能": "can it ?", "可不可以": "can i ?", "可以吗": "can i ?",
     "有没有": "is there any ?", "是不是": "is it ?", "怎么": "how ?", "什么": "what ?", "哪里": "where ?",
     "哪个": "which ?", "哪款": "which ?", "多久": "how long ?", "多大": "how big ?", "多长": "how long ?",
-    "多重": "how heavy weight ?", "几": "how many ?",
+    "多重": "how heavy weight ?", "几": "how many ?", "哪年": "which year ?", "几个月": "how many months ?",
     # referring
     "这个": "this", "这款": "this", "那个": "that", "链接": "link", "号链接": "link", "上一个": "previous",
     "刚才": "earlier", "便宜的": "cheaper", "大的": "big", "小的": "small",
@@ -91,7 +91,7 @@ GLOSSARY: dict[str, str] = {
     "颜色": "colour", "尺码": "size", "码": "size", "尺寸": "size dimensions", "大小": "size", "材质": "material",
     "面料": "fabric material", "重量": "weight", "容量": "capacity", "电池": "battery", "续航": "battery life",
     "防水": "waterproof", "洗": "wash", "机洗": "machine wash", "拆": "removable", "产地": "origin",
-    "哪里产": "origin made in", "保质期": "shelf life", "保存": "keep store", "适合": "suitable for",
+    "哪里产": "origin made in", "保质期": "shelf life", "年份": "year", "保存": "keep store", "适合": "suitable for",
     "敏感肌": "sensitive skin", "皮肤": "skin", "电磁炉": "induction", "洗碗机": "dishwasher",
     "微波炉": "microwave", "飞机": "plane airline flight", "保温": "keep warm", "缩水": "shrink",
     "掉色": "colour fade", "味道": "smell taste", "保修": "warranty", "质保": "warranty", "年龄": "age",

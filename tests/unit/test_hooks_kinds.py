@@ -222,6 +222,18 @@ def test_factual_risk_numbers_from_the_prompt_evidence() -> None:
     assert run(HARNESS, state, "factual_risk", action="reply", text="Just 59.9 for link 3").verdict == "pass"
 
 
+def test_factual_risk_accepts_a_correct_calculation_from_supported_numbers_only() -> None:
+    tool, _ = int_arg_tool(HARNESS)
+    state = with_tool_result(loaded(HARNESS), tool.name, {"title": "Serum", "price": 159, "currency": "CNY",
+                                                          "coupons": [{"code": "GLOW15", "pct": 15}]})
+    shown = "2 of them: 2 × 159 = 318 CNY. With GLOW15: 318 - 15% = 270.3 CNY."
+    assert run(HARNESS, state, "factual_risk", action="reply", text=shown).verdict == "pass"
+    wrong = run(HARNESS, state, "factual_risk", action="reply", text="2 of them: 2 × 159 = 300 CNY.")
+    assert wrong.verdict == "correct" and "300" in wrong.reason
+    unsupported = run(HARNESS, state, "factual_risk", action="reply", text="2 of them: 2 × 149 = 298 CNY.")
+    assert unsupported.verdict == "correct" and "298" in unsupported.reason
+
+
 def test_factual_risk_claims() -> None:
     claim = next(c for c in HARNESS.rules.claims_requiring_evidence if " " not in c)
     tool, _ = int_arg_tool(HARNESS)
