@@ -32,6 +32,7 @@ from livehost.understanding.normalize import CJK, expand_shorthand, gloss, norma
 from livehost.understanding.quote import (
     Coupon,
     asks_after_coupon,
+    asks_total,
     best_coupon,
     derived_numbers,
     money,
@@ -466,6 +467,8 @@ _IDENTITY_RE = re.compile(r"\bare you (a |an )?(real|human|person|ai|bot|robot|m
                           r"(real person|human|bot|robot)\?|\b(real person|human) or (an? )?(ai|bot|robot)\b")
 _IDENTITY_ZH_RE = re.compile(r"(是|是不是)(真人|机器人|AI|ai|人工智能|虚拟)|真人吗|机器人吗|AI吗")
 _DAMAGE_RE = re.compile(_DAMAGE)
+# a viewer who wants to change or cancel an order ("wrong address", "can I change the size?")
+_CHANGE_ORDER_RE = re.compile(r"\b(change|update|modify|correct|edit|cancel)\b|\bwrong (address|phone|number)\b")
 _DAMAGE_SENTENCE = ("So sorry it arrived like that! Please open an after-sales request from your order page with a "
                     "photo: customer service will arrange a replacement or a refund.", False, 0)
 _PREVIOUS_RE = re.compile(r"\b(?:previous|earlier|from before|go(?:ing)? back|back to (?:the|that)|you (?:just )?"
@@ -1252,6 +1255,17 @@ class _Decider:
             out.append(("If it hasn't reached you, please contact customer service to file a claim.", False, 0))
         elif _DAMAGE_RE.search(low):
             out.append(_DAMAGE_SENTENCE)
+        elif _CHANGE_ORDER_RE.search(low):
+            # an address or an order to change: what is possible depends on whether it has left
+            st = status.lower()
+            left = re.search(r"ship|transit|deliver|out.for|dispatch", st) and not re.search(
+                r"\bnot\b|pending|await|unship|to.ship|before", st)
+            if left:
+                out.append(("It has already shipped, so please contact customer service to change the delivery.",
+                            False, 0))
+            else:
+                out.append(("It hasn't shipped yet, so you can still change it on your order page, or customer "
+                            "service can update it for you.", False, 0))
         return out
 
     def pin_ok(self) -> bool:
@@ -1586,7 +1600,7 @@ class _Decider:
                 out.append((f"That's {_fmt_num(price)} ÷ {count} = {money(price / count)}{cur} per {each}.",
                             True, 0))
         counts = [q.count for q in quantities(self.text)]
-        qty = counts[0] if counts and counts[0] >= 2 else 1
+        qty = counts[0] if counts and counts[0] >= 2 and (asks_total(self.text) or per) else 1
         subtotal = price * qty
         if qty > 1:
             out.append((f"{qty} of them: {qty} × {_fmt_num(price)} = {money(subtotal)}{cur}.", True, 0))

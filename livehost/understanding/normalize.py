@@ -85,7 +85,10 @@ GLOSSARY: dict[str, str] = {
     "订单": "my order", "发货": "ship shipped", "快递": "delivery", "物流": "tracking delivery",
     "签收": "delivered", "没收到": "not received", "到货": "arrive", "退货": "return", "退款": "refund",
     "换货": "exchange", "售后": "after-sales", "坏了": "broken", "破了": "broken damaged", "碎了": "broken",
-    "烂了": "damaged", "漏了": "leaking", "发错": "wrong item", "到哪": "where is my delivery",
+    "烂了": "damaged", "地址": "address", "写错": "wrong", "填错": "wrong", "改": "change", "取消": "cancel",
+    "能退": "return", "我拍的是": "wrong item i ordered", "我买的是": "wrong item i ordered", "退吗": "return",
+    "退钱": "refund", "不转了": "not working", "坏": "broken", "漏了": "leaking", "发错": "wrong item",
+    "到哪": "where is my delivery",
     "几天能到": "when will it arrive shipping", "什么时候到": "when will it arrive shipping",
     # facts
     "颜色": "colour", "尺码": "size", "码": "size", "尺寸": "size dimensions", "大小": "size", "材质": "material",

@@ -102,6 +102,16 @@ def quantities(text: str) -> list[Quantity]:
     return [Quantity(n, s) for s, n in sorted(found.items()) if 0 < n <= MAX_QUANTITY]
 
 
+# the viewer asks what their items come to ("how much for 3", "total?", "一共多少"), not for a discount
+# ("half price and I'll buy two")
+_TOTAL_ASK_RE = re.compile(r"\bhow much\b|\btotals?\b|\bcosts?\b|\bprice\s*[?？]|\baltogether\b|\bin all\b"
+                           r"|多少|一共|总共|合计|共计|几块|几钱")
+
+
+def asks_total(text: str) -> bool:
+    return _TOTAL_ASK_RE.search(text.lower()) is not None
+
+
 def asks_after_coupon(text: str) -> bool:
     return AFTER_COUPON_RE.search(text.lower()) is not None
 

@@ -32,6 +32,7 @@ DATA_PATH = Path(__file__).resolve().parent / "data" / "screening.jsonl"
 HARMFUL = ("injection", "abuse", "compliance", "spam")
 _CLAUSE = re.compile(r"[.!?;\n。！？；]+|\b(?:and then|then|also)\b")
 _WORD = re.compile(r"[\w%]+|[^\w\s]")
+_CJK_RUN = re.compile(r"[\u4e00-\u9fff]+")
 # How sharply the class scores become a posterior, chosen on the dev splits' comments (dev + dev-wild,
 # 788 comments: 1 benign comment dropped and 6 harmful ones missed at the shipped thresholds, against
 # 15 and 12 with the multinomial naive Bayes this replaced).
@@ -50,6 +51,13 @@ def features(text: str) -> Counter[str]:
         feats["w:" + tok] += 1
         if i + 1 < len(toks):
             feats["b:" + tok + " " + toks[i + 1]] += 1
+    # Chinese has no spaces: its words are one or two characters, which the character 3–5-grams above
+    # and the whole-run "word" above both miss
+    for run in _CJK_RUN.findall(norm):
+        for i, ch in enumerate(run):
+            feats["z:" + ch] += 1
+            if i + 1 < len(run):
+                feats["z:" + run[i:i + 2]] += 1
     # runs of one character and links are strong spam signals whatever the words are
     if re.search(r"(.)\1{7,}", norm):
         feats["x:repeat"] += 3
