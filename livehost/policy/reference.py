@@ -35,6 +35,7 @@ from livehost.understanding.quote import (
     asks_total,
     best_coupon,
     derived_numbers,
+    item_segments,
     money,
     pack_count,
     per_unit_asked,
@@ -500,6 +501,7 @@ class _Decider:
         self.tools = [t for t in ctx.get("tools") or [] if isinstance(t, dict) and t.get("name")]
         self.skills = [s for s in ctx.get("skills") or [] if isinstance(s, dict) and s.get("id")]
         self.previous_unknown = False
+        self.items: dict[int, int] = {}  # link → how many, when one question names several products
         self.links = self._links()
         self.picks: set[str] = set()  # stems of "the <value> one": a value that picks a product
         self.named = self._named_words()
@@ -553,7 +555,12 @@ class _Decider:
         names no link but points at the product on screen ("this one price pls") adds the current link."""
         texts = [str(c.get("text", "")) for c in self.ctx.get("comments") or [] if isinstance(c, dict)]
         if len(texts) < 2:
-            return self._links_in(self.text)
+            found = self._links_in(self.text)
+            if not found and asks_total(self.text):
+                # "the pan + the kettle, total?": each item named by a title of the lineup
+                self.items = self._named_items()
+                found = list(self.items)[:2] if len(self.items) > 1 else []
+            return found
         cur = self.room.get("current_link")
         title = {x for x in stems(str((self.product or {}).get("title") or "")) if x not in _GENERIC}
         out: list[int] = []
@@ -567,6 +574,30 @@ class _Decider:
         if not named or len(out) < 2:
             return named
         return out[:2]
+
+    def _named_items(self) -> dict[int, int]:
+        """{link: count} for a question that names two or more products of the lineup, one per item
+        ("two air fryers + one blender"): each item's words (or Chinese characters) match one title
+        better than any other. Empty unless at least two items are found."""
+        titled = [(int(x["link_id"]), str(x["title"])) for x in self.lineup()
+                  if _is_num(x.get("link_id")) and x.get("title")]
+        out: dict[int, int] = {}
+        for seg in item_segments(self.text):
+            seg_stems = stems(normalize(seg)) - _GENERIC - _STOP
+            scores = []
+            for link, title in titled:
+                score = float(len(seg_stems & (stems(title) - _GENERIC)))
+                for run in re.findall(rf"{CJK.pattern}+", seg):
+                    # the longest piece (2+ characters) of the item's Chinese that the title contains
+                    score += max((n for n in range(len(run), 1, -1)
+                                  if any(run[i:i + n] in title for i in range(len(run) - n + 1))), default=0) / 2
+                scores.append((score, link))
+            scores.sort(reverse=True)
+            if scores and scores[0][0] > 0 and (len(scores) == 1 or scores[0][0] > scores[1][0]) \
+                    and scores[0][1] not in out:
+                counts = quantities(seg)
+                out[scores[0][1]] = counts[0].count if counts else 1
+        return out if len(out) > 1 else {}
 
     def _links_in(self, text: str) -> list[int]:
         found: list[tuple[int, int]] = []
@@ -1552,7 +1583,7 @@ class _Decider:
             elif intent == "off_topic":
                 out.append(("Fun question!", False, 1))
 
-        if "price" in intents or ("coupon" in intents and asks_after_coupon(self.text)):
+        if "price" in intents or ("coupon" in intents and asks_after_coupon(self.text)) or len(self.items) > 1:
             # the calculation answers the question asked: said right after the price, ahead of the rest
             said = " ".join(s for s, _, _ in out)
             at = quote_at if quote_at is not None else 0
@@ -1599,6 +1630,14 @@ class _Decider:
                 each = word or unit or "piece"
                 out.append((f"That's {_fmt_num(price)} ÷ {count} = {money(price / count)}{cur} per {each}.",
                             True, 0))
+        if len(self.items) > 1 and all(lk in self.links for lk in self.items):
+            # several products in one question: what they come to together
+            priced = [(self.product_facts(lk), n) for lk, n in self.items.items()]
+            if all(f and _is_num(f.get("price")) and f.get("link") in self.items for f, _ in priced):
+                terms = [f"{_fmt_num(f['price'])} × {n}" if n > 1 else _fmt_num(f["price"])
+                         for f, n in priced if f]
+                total = sum(float(f["price"]) * n for f, n in priced if f)
+                return [(f"All together: {' + '.join(terms)} = {money(total)}{cur}.", True, 0)]
         counts = [q.count for q in quantities(self.text)]
         qty = counts[0] if counts and counts[0] >= 2 and (asks_total(self.text) or per) else 1
         subtotal = price * qty

@@ -112,6 +112,14 @@ def asks_total(text: str) -> bool:
     return _TOTAL_ASK_RE.search(text.lower()) is not None
 
 
+# the items of one question ("the pan + the kettle", "两个空气炸锅和一个榨汁杯")
+ITEM_SPLIT_RE = re.compile(r"\s*(?:\+|&|\band\b|\bplus\b|\bwith\b|和|加上|加|跟|还有|以及|,|，|、)\s*")
+
+
+def item_segments(text: str) -> list[str]:
+    return [s for s in ITEM_SPLIT_RE.split(text) if s and s.strip()]
+
+
 def asks_after_coupon(text: str) -> bool:
     return AFTER_COUPON_RE.search(text.lower()) is not None
 
@@ -213,20 +221,22 @@ def _f(raw: str) -> float:
 
 
 def calculation(a: float, steps: list[tuple[str, float, bool]]) -> float | None:
-    """Left to right; "- 10%" takes ten percent off."""
-    value = a
+    """× and ÷ before + and −, as written arithmetic reads; "- 10%" takes ten percent off what comes
+    before it."""
+    total, term = 0.0, a
     for op, b, pct in steps:
         if op in "×x*":
-            value = value * (b / 100 if pct else b)
+            term = term * (b / 100 if pct else b)
         elif op in "÷/":
             if b == 0:
                 return None
-            value = value / b
-        elif op == "+":
-            value = value + (value * b / 100 if pct else b)
+            term = term / b
+        elif pct:
+            total += term
+            total, term = total * (1 + b / 100 if op == "+" else 1 - b / 100), 0.0
         else:
-            value = value * (1 - b / 100) if pct else value - b
-    return value
+            total, term = total + term, (b if op == "+" else -b)
+    return total + term
 
 
 def derived_numbers(text: str, supported: set[float]) -> set[float]:

@@ -82,3 +82,18 @@ def test_reference_policy_says_a_total_and_a_per_unit_price_with_their_calculati
     assert [s for s, _, _ in d.quote_sentences(nuts)] == ["That's 89 ÷ 30 = 2.97 yuan per bag."]
     d = _Decider(_case_context("how much is it?"))
     assert d.quote_sentences(facts) == []
+
+
+def test_calculation_multiplies_before_it_adds() -> None:
+    assert derived_numbers("All together: 329 × 2 + 89 = 747 yuan.", {329.0, 89.0}) == {2.0, 747.0}
+    assert derived_numbers("329 × 2 + 89 = 59050", {329.0, 89.0}) == set()  # left to right would give this
+
+
+def test_reference_policy_totals_several_products_named_in_one_question() -> None:
+    from livehost.policy.reference import _Decider
+
+    ctx = _case_context("two kettles + one mug, how much altogether?")
+    ctx["room"] = {"current_link": 4, "lineup": [{"link_id": 2, "title": "Glass kettle 1.7L", "available": True},
+                                                 {"link_id": 4, "title": "Travel mug", "available": True}]}
+    d = _Decider(ctx)
+    assert d.items == {2: 2, 4: 1} and d.links == [2, 4]
