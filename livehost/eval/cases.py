@@ -24,6 +24,8 @@ DEVSET_PATH = REPO_ROOT / "eval" / "devset.jsonl"
 # while writing rules, the held-out one was written without reading the code and is only ever measured.
 DEV_WILD_PATH = REPO_ROOT / "eval" / "dev" / "wild.jsonl"
 DEV_WILD2_PATH = REPO_ROOT / "eval" / "dev" / "wild2.jsonl"  # a second batch, written after the first was fixed
+# a third batch, mostly English, on the categories the test split fails most (written after the second was fixed)
+DEV_WILD3_PATH = REPO_ROOT / "eval" / "dev" / "wild3.jsonl"
 HOLDOUT_PATH = REPO_ROOT / "eval" / "holdout" / "wild.jsonl"
 
 
