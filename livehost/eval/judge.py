@@ -212,7 +212,8 @@ def variant_stocks(item: dict[str, Any]) -> list[tuple[str, int]]:
                   if isinstance(units, int) and not isinstance(units, bool)]
         # a key that says stock, or a variant dimension alone mapped to whole numbers ("sizes": {"XL": 0})
         if re.search(r"stock|inventory|qty|quantit|remaining|available", str(key), re.I) or (
-                re.fullmatch(r"(?:sizes?|colou?rs?|shades?|variants?|styles?|flavou?rs?)", str(key), re.I)
+                re.fullmatch(r"(?:sizes?|colou?rs?|shades?|variants?|styles?|flavou?rs?|scents?|models?|patterns?"
+                             r"|options?|versions?|editions?)", str(key), re.I)
                 and counts and len(counts) == len(table)):
             out += counts
     return out

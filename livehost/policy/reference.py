@@ -665,8 +665,11 @@ class _Decider:
             return []
         prod = self.product or {}
         attrs = prod.get("attributes") or {}
-        own = stems(" ".join([str(prod.get("title") or ""), str(prod.get("sku") or ""),
-                              *map(str, attrs), *(str(v) for v in attrs.values() if isinstance(v, str | list))]))
+        # the rows of the variant tables of the product on screen ("cream" of a stock per colour): "the
+        # cream one" picks among its variants, not another product
+        own_rows = stems(" ".join(str(k) for v in attrs.values() if isinstance(v, dict) for k in v))
+        own = stems(" ".join([str(prod.get("title") or ""), str(prod.get("sku") or ""), *map(str, attrs),
+                              *(str(v) for v in attrs.values() if isinstance(v, str | list))])) | own_rows
         title = {s for s in stems(str(prod.get("title") or "")) if s not in _GENERIC}
         if self._names_title_compound():
             return []  # "powerbank" for a "Power Bank": the title's words written together
@@ -690,7 +693,8 @@ class _Decider:
                 # "the <word> one": the word picks a product by one of its values (a colour, …) even
                 # when it is also a word that asks for an attribute, unless the product on screen has it
                 picks = bool(re.match(rf"{re.escape(w)}\s+ones?\b", phrase)) and w not in _NOT_PICKS
-                if (s in _GENERIC and not picks) or (s in own and not picks) or w in out:
+                if (s in _GENERIC and not picks) or (s in own and not picks) or (picks and s in own_rows) \
+                        or w in out:
                     continue
                 if picks:
                     self.picks.add(s)
@@ -1583,7 +1587,9 @@ class _Decider:
             elif intent == "off_topic":
                 out.append(("Fun question!", False, 1))
 
-        if "price" in intents or ("coupon" in intents and asks_after_coupon(self.text)) or len(self.items) > 1:
+        # a named code ("can I use SHIRT15 on one shirt?") is answered with whether it applies, and to what
+        if "price" in intents or ("coupon" in intents and (asks_after_coupon(self.text) or _CODE_RE.search(
+                self.text))) or len(self.items) > 1:
             # the calculation answers the question asked: said right after the price, ahead of the rest
             said = " ".join(s for s, _, _ in out)
             at = quote_at if quote_at is not None else 0
@@ -1639,11 +1645,13 @@ class _Decider:
                 total = sum(float(f["price"]) * n for f, n in priced if f)
                 return [(f"All together: {' + '.join(terms)} = {money(total)}{cur}.", True, 0)]
         counts = [q.count for q in quantities(self.text)]
-        qty = counts[0] if counts and counts[0] >= 2 and (asks_total(self.text) or per) else 1
+        code = next((m.group(0) for m in _CODE_RE.finditer(self.text)), None)
+        # how many counts when the viewer asks what they cost, or whether a coupon applies to them
+        qty = counts[0] if counts and counts[0] >= 2 and (asks_total(self.text) or per or code or
+                                                          asks_after_coupon(self.text)) else 1
         subtotal = price * qty
         if qty > 1:
             out.append((f"{qty} of them: {qty} × {_fmt_num(price)} = {money(subtotal)}{cur}.", True, 0))
-        code = next((m.group(0) for m in _CODE_RE.finditer(self.text)), None)
         if asks_after_coupon(self.text) or code:
             usable, _, _ = self.coupon_facts()
             coupons = [Coupon(str(c["code"]), float(c["pct"]), float(c["min"]) if _is_num(c.get("min")) else 0.0)

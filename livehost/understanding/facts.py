@@ -29,7 +29,9 @@ UNIT_NAMES = {"mm": "millimetres", "cm": "centimetres", "m": "metres", "g": "gra
 # words of a data schema (not of viewers) that mark a table of units left
 COUNT_WORDS = ("stock", "inventory", "units", "qty", "quantity", "left", "available")
 VARIANT_DIMENSIONS = {"size", "sizes", "colour", "colours", "color", "colors", "shade", "shades", "variant",
-                      "variants", "style", "styles", "flavour", "flavours", "flavor", "flavors"}
+                      "variants", "style", "styles", "flavour", "flavours", "flavor", "flavors", "scent", "scents",
+                      "model", "models", "pattern", "patterns", "option", "options", "version", "versions",
+                      "edition", "editions", "finish", "finishes"}
 _WORD = re.compile(r"[a-z0-9]+")
 _CJK_RUN = re.compile(r"[\u4e00-\u9fff]+")
 

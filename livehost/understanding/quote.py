@@ -42,6 +42,7 @@ _X_RE = re.compile(r"(?<![\w.])(?:x\s?(\d{1,2})|(\d{1,2})\s?x)(?![\w.])")
 AFTER_COUPON_RE = re.compile(
     r"\b(?:after|with|using|use|apply(?:ing)?)\s+(?:the\s+|a\s+|this\s+|that\s+|your\s+)?"
     r"(?:coupon|code|voucher|discount|promo)s?\b|\bfinal price\b|\bnet price\b|\bi(?:'d| would) pay\b"
+    r"|\b(?:what|how much)\b[^?]*\b(?:do|would|will|should) i (?:actually |really |end up )?pay\b"
     r"|券后|用券|用了券|用上券|到手|叠券|减完|折后|优惠后")
 # "per bag", "each", "a piece", "单价", "一袋合", "每支": the price of one unit of a pack
 _PER_EN_RE = re.compile(r"\b(?:per|each|a|one|every|single)\s+([a-z]+)\b"
