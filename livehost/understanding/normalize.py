@@ -66,7 +66,8 @@ GLOSSARY: dict[str, str] = {
     "吗": "?", "呢": "?", "会不会": "will it ?", "能不能": "can it ?", "可不可以": "can i ?", "可以吗": "can i ?",
     "有没有": "is there any ?", "是不是": "is it ?", "怎么": "how ?", "什么": "what ?", "哪里": "where ?",
     "哪个": "which ?", "哪款": "which ?", "多久": "how long ?", "多大": "how big ?", "多长": "how long ?",
-    "多重": "how heavy weight ?", "多厚": "how thick thickness ?", "多宽": "how wide width ?", "多高": "how tall height ?", "几": "how many ?", "哪年": "which year ?", "几个月": "how many months ?",
+    "多重": "how heavy weight ?", "多厚": "how thick thickness ?", "多宽": "how wide width ?",
+    "多高": "how tall height ?", "几": "how many ?", "哪年": "which year ?", "几个月": "how many months ?",
     # referring
     "这个": "this", "这款": "this", "那个": "that", "链接": "link", "号链接": "link", "上一个": "previous",
     "刚才": "earlier", "便宜的": "cheaper", "大的": "big", "小的": "small",
