@@ -69,14 +69,23 @@ def screen_comments(harness: Harness, comments: list[dict[str, Any]]
     kept: list[dict[str, Any]] = []
     failed: list[tuple[dict[str, Any], Verdict]] = []
     hooks = [h for h in harness.hooks_at("input") if h.kind == "input_validation"]
-    for comment in comments:
-        verdict = None
+
+    def first_failure(text: str) -> Verdict | None:
         for hook in hooks:
-            reason = _screen(hook, comment["text"])
+            reason = _screen(hook, text)
             if reason:
-                verdict = Verdict(hook.id, hook.kind, "drop" if hook.on_fail.action == "drop" else "reject",
-                                  reason, hook.on_fail.message)
-                break
+                return Verdict(hook.id, hook.kind, "drop" if hook.on_fail.action == "drop" else "reject",
+                               reason, hook.on_fail.message)
+        return None
+
+    # One viewer's comments of the window are also read together, in order: an instruction split over
+    # several messages ("ignore previous" / "instructions and say …") is as harmful as one message.
+    by_user: dict[str, list[str]] = {}
+    for comment in comments:
+        by_user.setdefault(str(comment.get("user_id", "")), []).append(str(comment["text"]))
+    joined = {user: first_failure("\n".join(texts)) for user, texts in by_user.items() if len(texts) > 1}
+    for comment in comments:
+        verdict = first_failure(comment["text"]) or joined.get(str(comment.get("user_id", "")))
         if verdict is None:
             kept.append(comment)
         else:

@@ -30,6 +30,7 @@ from livehost.understanding import choice, embed
 from livehost.understanding.facts import Fact, attribute_facts, campaign_facts, faq_facts, rank
 from livehost.understanding.normalize import CJK, expand_shorthand, gloss, normalize
 from livehost.understanding.quote import (
+    COUNTED_UNITS,
     Coupon,
     asks_after_coupon,
     asks_total,
@@ -58,7 +59,8 @@ _SYNONYM = {
     "deliver": "shipping", "shipment": "shipping", "ship": "shipping", "shipped": "shipping",
     "info": "information", "detail": "details", "size": "size", "sizing": "size", "waterproofing": "waterproof",
     # spelling variants and everyday words for the same shop concept
-    "installment": "instalment", "installement": "instalment", "combine": "stack", "combin": "stack",
+    "installment": "instalment", "installments": "instalment",
+    "installement": "instalment", "combine": "stack", "combin": "stack",
     "delivery": "shipping", "postage": "shipping", "dispatch": "shipping", "heavy": "weight", "weigh": "weight",
     "plane": "airline", "flight": "airline", "airplane": "airline", "aircraft": "airline",
     "kid": "child", "children": "child", "toddler": "child",
@@ -126,6 +128,10 @@ INTENT_PATTERNS: dict[str, list[str]] = {
     "coupon": [
         r"\bcoupons?\b", r"\bdiscounts?\b", r"\bdeals?\b", r"\bpromo(tion)?s?\b", r"\bvouchers?\b",
         r"\bcodes?\b", r"%\s*off\b", r"\bon sale\b", r"\bbargain\b", r"\bsales? price\b", r"\boffers?\b",
+        # "any way to get it cheaper": a wish to pay less is answered with the coupons there are
+        r"\b(?:get|make|have) (?:it|them|this|one) (?:any )?cheaper\b", r"\bany (?:way|chance)\b.*\bcheaper\b",
+        # paying in parts is a term of the campaign, like its coupons
+        r"\binstal+(?:e)?ments?\b", r"\binterest[- ]free\b", r"\bsplit (?:it|the payment)\b",
     ],
     "attribute": [
         r"\bcolou?rs?\b", r"\bsizes?\b", r"\bsizing\b", r"\bmaterials?\b", r"\bfabric\b", r"\bmade (of|from)\b",
@@ -224,8 +230,12 @@ _PRONOUN_RE = re.compile(r"\b(it|they|them)\b|\b(this|that|these|those)\b(?!\s+(
 
 def _noun_phrases(low: str) -> list[str]:
     """Word groups that can name a product: after a determiner, or the whole comment when it has no verb-like
-    question word (a bare phrase such as "frying pan price?")."""
-    found = [m.group(1) for m in _DETERMINER_RE.finditer(low)]
+    question word (a bare phrase such as "frying pan price?"). What something *is* ("my son is a chunky
+    boy") names no product, nor does a counted unit ("2 jars")."""
+    low = re.sub(rf"\b(?:\d{{1,2}}|{'|'.join(_NUMBER_WORDS)})\s+(?:{'|'.join(COUNTED_UNITS)})\b", " ", low)
+    found = [m.group(1) for m in _DETERMINER_RE.finditer(low)
+             if not (re.match(r"an?\s", low[m.start():]) and re.search(r"\b(?:is|am|are|was|'s|'m)\s+$",
+                                                                        low[:m.start()]))]
     # a subject pronoun or an auxiliary makes a sentence, not a bare phrase ("I'll take 5")
     if not found and not re.search(r"\b(is|are|does|do|can|will|would|did|has|have|it|they|this|that|i|you|we)\b"
                                    r"|'(ll|m|d|re|ve)\b", low):
@@ -289,7 +299,9 @@ FACT_THRESHOLD = 0.36
 CLAUSE_FACT_THRESHOLD = 0.6  # a clause no intent answered: only a clear match is said (dev-calibrated)
 REFUSAL_KIND_SIMILARITY = 0.5  # a declined comment clearly about privacy, health or promised results
 # Chinese questions are often joined by a space or a comma alone ("多少钱 有什么颜色 会缩水吗")
-_CLAUSE_SPLIT = re.compile(r"[?？\n;；。!！，]+|\s(?:and|also|plus|\+|&)\s|(?<=[\u4e00-\u9fff])\s+(?=[\u4e00-\u9fff])"
+# (and emoji end a clause too: "1299 is a lot 😩 can i pay in installments?")
+_CLAUSE_SPLIT = re.compile(r"[?？\n;；。!！，\U0001F300-\U0001FAFF\u2600-\u27BF]+|\s(?:and|also|plus|\+|&)\s"
+                           r"|(?<=[\u4e00-\u9fff])\s+(?=[\u4e00-\u9fff])"
                            r"|,\s*(?=(?:is|are|does|do|can|will|how|what)\b)")
 CURRENT_MARGIN = 0.15
 FACT_MARGIN = 0.05
@@ -468,6 +480,8 @@ _IDENTITY_RE = re.compile(r"\bare you (a |an )?(real|human|person|ai|bot|robot|m
                           r"(real person|human|bot|robot)\?|\b(real person|human) or (an? )?(ai|bot|robot)\b")
 _IDENTITY_ZH_RE = re.compile(r"(是|是不是)(真人|机器人|AI|ai|人工智能|虚拟)|真人吗|机器人吗|AI吗")
 _DAMAGE_RE = re.compile(_DAMAGE)
+# a question about what something costs ("price of the knife vs the rice cooker?")
+_PRICE_ASK_RE = re.compile(r"\b(?:how much|prices?|costs?|totals?)\b")
 # a viewer who wants to change or cancel an order ("wrong address", "can I change the size?")
 _CHANGE_ORDER_RE = re.compile(r"\b(change|update|modify|correct|edit|cancel)\b|\bwrong (address|phone|number)\b")
 _DAMAGE_SENTENCE = ("So sorry it arrived like that! Please open an after-sales request from your order page with a "
@@ -556,7 +570,7 @@ class _Decider:
         texts = [str(c.get("text", "")) for c in self.ctx.get("comments") or [] if isinstance(c, dict)]
         if len(texts) < 2:
             found = self._links_in(self.text)
-            if not found and asks_total(self.text):
+            if not found and (asks_total(self.text) or _PRICE_ASK_RE.search(expand_shorthand(self.text))):
                 # "the pan + the kettle, total?": each item named by a title of the lineup
                 self.items = self._named_items()
                 found = list(self.items)[:2] if len(self.items) > 1 else []
@@ -1636,7 +1650,8 @@ class _Decider:
                 each = word or unit or "piece"
                 out.append((f"That's {_fmt_num(price)} ÷ {count} = {money(price / count)}{cur} per {each}.",
                             True, 0))
-        if len(self.items) > 1 and all(lk in self.links for lk in self.items):
+        if len(self.items) > 1 and all(lk in self.links for lk in self.items) and asks_total(self.text) \
+                and not re.search(r"\b(?:vs\.?|versus|or)\b", self.low):
             # several products in one question: what they come to together
             priced = [(self.product_facts(lk), n) for lk, n in self.items.items()]
             if all(f and _is_num(f.get("price")) and f.get("link") in self.items for f, _ in priced):

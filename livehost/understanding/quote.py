@@ -49,6 +49,9 @@ _PER_EN_RE = re.compile(r"\b(?:per|each|a|one|every|single)\s+([a-z]+)\b"
                         r"|\bhow much (?:is |are |for )?(?:it |they )?each\b|\bunit price\b|\beach\s*\?")
 _PER_ZH_RE = re.compile(rf"(?:[一每单]|平均)\s*([{''.join(ZH_CLASSIFIERS)}])\s*(?:合|算|是|多少|几|价|要)"
                         r"|单价|平均")
+# units things are counted in ("2 jars", "3 packs"): a counted unit names no product
+COUNTED_UNITS = ("jars?", "packs?", "bags?", "bottles?", "boxes", "box", "sets?", "pairs?", "pieces?", "pcs",
+                 "cans?", "tubes?", "rolls?", "cartons?", "cases?", "tins?", "bowls?", "cups?", "units?", "items?")
 # words of a count in a title or an attribute key ("(30 bags)", "3-pack", "pack_of", "12支装")
 _COUNT_WORDS = {"pack", "pc", "pcs", "piece", "pieces", "count", "ct", "bag", "bags", "sachet", "sachets",
                 "pod", "pods", "bottle", "bottles", "can", "cans", "roll", "rolls", "sheet", "sheets", "pair",
@@ -114,7 +117,8 @@ def asks_total(text: str) -> bool:
 
 
 # the items of one question ("the pan + the kettle", "两个空气炸锅和一个榨汁杯")
-ITEM_SPLIT_RE = re.compile(r"\s*(?:\+|&|\band\b|\bplus\b|\bwith\b|和|加上|加|跟|还有|以及|,|，|、)\s*")
+ITEM_SPLIT_RE = re.compile(r"\s*(?:\+|&|\band\b|\bplus\b|\bwith\b|\bvs\.?|\bversus\b|\bor\b"
+                           r"|和|加上|加|跟|还有|以及|,|，|、)\s*")
 
 
 def item_segments(text: str) -> list[str]:
@@ -139,6 +143,8 @@ def per_unit_asked(text: str) -> tuple[bool, str | None]:
             return True, _singular(unit)
         if m.group(0).startswith("per") and unit in ("one", "item", "unit"):
             return True, None
+        if m.group(0).startswith("per") and unit not in _NOT_COUNTED:
+            return True, _singular(unit)  # "per bowl": whatever the pack counts
     return False, None
 
 
@@ -155,14 +161,18 @@ def pack_count(title: str, attributes: dict[str, Any], unit: str | None) -> tupl
             continue
         parts = [p for p in re.split(r"[_\W]+|(?<=[a-z])(?=[A-Z])", str(key).lower()) if p]
         # "bags": 30 counts; "grams_per_bag": 25 and "total_g": 750 measure
-        if not parts or not any(p in _COUNT_WORDS for p in parts) or \
-                any(p in _NOT_COUNTED or p in ("per", "gram", "grams", "total", "size", "weight") for p in parts):
+        # a key that is the viewer's own unit ("bowls": 12 for "per bowl") counts too
+        said = unit is not None and len(parts) == 1 and _singular(parts[0]) == _singular(unit)
+        measures = any(p in _NOT_COUNTED or p in ("per", "gram", "grams", "total", "size", "weight") for p in parts)
+        if measures or not parts or not (said or any(p in _COUNT_WORDS for p in parts)):
             continue
-        word = next((_singular(p) for p in parts if p in _COUNT_WORDS and p not in
-                     ("pack_of", "quantity", "qty", "units", "count", "ct", "pack", "packs")), None)
+        generic = ("pack_of", "quantity", "qty", "units", "count", "ct", "pack", "packs")
+        word = _singular(parts[0]) if said else next(
+            (_singular(p) for p in parts if p in _COUNT_WORDS and p not in generic), None)
         candidates.append((value, word))
     for m in re.finditer(r"(\d{1,5})\s*-?\s*([a-z]+)", title.lower()):
-        if m.group(2) in _COUNT_WORDS and 2 <= int(m.group(1)) <= 10000:
+        said = unit is not None and _singular(m.group(2)) == _singular(unit)
+        if (m.group(2) in _COUNT_WORDS or said) and 2 <= int(m.group(1)) <= 10000:
             word = _singular(m.group(2))
             candidates.append((int(m.group(1)), None if word in ("pack", "pc", "ct", "count") else word))
     for m in re.finditer(rf"(\d{{1,5}})\s*([{''.join(ZH_CLASSIFIERS)}])装", title):
@@ -171,9 +181,9 @@ def pack_count(title: str, attributes: dict[str, Any], unit: str | None) -> tupl
         return None
     if unit:
         u = _singular(unit)
-        named = [c for c in candidates if c[1] == u]
-        if named:
-            return named[0]
+        chosen = [c for c in candidates if c[1] == u]
+        if chosen:
+            return chosen[0]
     counts = {c[0] for c in candidates}
     if len(counts) > 1:
         return None  # two different counts and no word to choose: not guessed

@@ -37,6 +37,8 @@ _CJK_RUN = re.compile(r"[\u4e00-\u9fff]+")
 # 788 comments: 1 benign comment dropped and 6 harmful ones missed at the shipped thresholds, against
 # 15 and 12 with the multinomial naive Bayes this replaced).
 SHARPEN = 55.0
+# the least whole-comment score of a class for a clause's score of that class to count
+CLAUSE_SUPPORT = 1e-3
 
 
 def features(text: str) -> Counter[str]:
@@ -145,6 +147,7 @@ def screen(text: str) -> Screening:
     """Posterior per class of the comment; a harmful clause inside a longer comment counts."""
     m = model()
     scores = m.predict(text)
+    whole = dict(scores)
     for part in clauses(text):
         # A clause scored alone needs at least one word the model knows: a lone order number or tracking
         # code matches a few character n-grams of some class by chance, and length normalisation would
@@ -154,7 +157,10 @@ def screen(text: str) -> Screening:
             continue
         sub = m.predict(part)
         for cls in HARMFUL:
-            scores[cls] = max(scores.get(cls, 0.0), sub.get(cls, 0.0))
+            # a clause's verdict counts when the whole comment leans that way at all: a short clause
+            # alone ("beach trip next weekend") can look like anything to a bag of n-grams
+            if whole.get(cls, 0.0) >= CLAUSE_SUPPORT:
+                scores[cls] = max(scores.get(cls, 0.0), sub.get(cls, 0.0))
     label = max(scores, key=lambda c: scores[c])
     return Screening(label, scores)
 

@@ -54,7 +54,10 @@ def test_classes_survive_full_width_and_line_breaks(label: str, text: str) -> No
 
 
 @pytest.mark.parametrize("text", ["how much is link 2?", "ignore my earlier question, is it waterproof?",
-                                  "this deal is insane, taking two", "does it come in red?", "hello from Xi'an"])
+                                  "this deal is insane, taking two", "does it come in red?", "hello from Xi'an",
+                                  # a short clause alone looks like anything; the whole comment says benign
+                                  "is it waterproof? beach trip next weekend 🏖️",
+                                  "T恤多少钱 有什么颜色", "刚才那双和现在这双哪个更轻", "mat + jump rope total?"])
 def test_benign_comments_pass(text: str) -> None:
     assert screen(text).harmful(DEFAULT_THRESHOLDS) is None, screen(text).scores
 
