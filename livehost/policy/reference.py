@@ -140,6 +140,7 @@ INTENT_PATTERNS: dict[str, list[str]] = {
         r"\bfeatures?\b", r"\bbattery\b", r"\bwashable\b",
         r"\bfit(s)?\b", r"\bwarm\b", r"\bmade in\b",
         r"\bwhat is it\b", r"\bml\b", r"\bgrams?\b", r"\blightweight\b", r"\bquality\b",
+        r"\bcomes? in\b", r"\bavailable in\b",
     ],
     "faq": [
         r"\bshipping\b", r"\bship(s|ped)?\b", r"\bdeliver(y|ed|s)?\b", r"\barrive", r"\breturns?\b",
@@ -486,7 +487,7 @@ _PRICE_ASK_RE = re.compile(r"\b(?:how much|prices?|costs?|totals?)\b")
 _CHANGE_ORDER_RE = re.compile(r"\b(change|update|modify|correct|edit|cancel)\b|\bwrong (address|phone|number)\b")
 _DAMAGE_SENTENCE = ("So sorry it arrived like that! Please open an after-sales request from your order page with a "
                     "photo: customer service will arrange a replacement or a refund.", False, 0)
-_PREVIOUS_RE = re.compile(r"\b(?:previous|earlier|from before|go(?:ing)? back|back to (?:the|that)|you (?:just )?"
+_PREVIOUS_RE = re.compile(r"\b(?:previous|earlier|from before|the one before|before (?:this|that) one|go(?:ing)? back|back to (?:the|that)|you (?:just )?"
                           r"showed|shown before|a (?:minute|moment|while) ago)\b")
 _DEICTIC_RE = re.compile(r"\b(this|these)\b")
 _SOCIAL_INTENTS = ("chit_chat", "off_topic")
@@ -867,7 +868,8 @@ class _Decider:
             # a Chinese question in a live room is most often about the product on screen
             cjk_question = bool(CJK.search(self.text)) and "?" in low and self.product is not None
             return ["general"] if self._looks_like_question() or named_question or cjk_question else ["off_topic"]
-        if names == ["chit_chat"] and self._looks_like_question() and re.search(r"\b(this|it|link)\b", low):
+        if names == ["chit_chat"] and self._looks_like_question() and re.search(
+                r"\b(this|it|link|these|those|they|them|one)\b", low):
             names.append("general")
         return names
 
@@ -1598,12 +1600,16 @@ class _Decider:
                     out.append((f"Tap link {link} to add it to your cart and check out!", True, 0))
                 else:
                     out.append(("Tap the product card to check out!", False, 0))
+                if not s_out and (chosen := self.chosen_option(facts)):
+                    rows = [f for f in self.variant_rows(facts) if _is_num(f.value) and f.value <= 0]
+                    out.append((rows[0].sentence, True, 0) if rows else
+                               (f"Choose {chosen} when you add it to your cart.", True, 0))
             elif intent == "off_topic":
                 out.append(("Fun question!", False, 1))
 
         # a named code ("can I use SHIRT15 on one shirt?") is answered with whether it applies, and to what
         if "price" in intents or ("coupon" in intents and (asks_after_coupon(self.text) or _CODE_RE.search(
-                self.text))) or len(self.items) > 1:
+                self.text))) or len(self.items) > 1 or (asks_total(self.text) and quantities(self.text)):
             # the calculation answers the question asked: said right after the price, ahead of the rest
             said = " ".join(s for s, _, _ in out)
             at = quote_at if quote_at is not None else 0
@@ -1712,6 +1718,22 @@ class _Decider:
         """How a sentence names the product: "It", or its title when the reply is about several."""
         title = (facts or {}).get("title")
         return f"The {title}" if self.explicit and title else "It"
+
+    def chosen_option(self, facts: dict[str, Any] | None) -> str | None:
+        """The option a buyer names ("… in black", "要黑色的"): a value of one of the product's option lists."""
+        if not facts:
+            return None
+        attrs = facts.get("attributes") or {}
+        values = [str(x) for v in attrs.values() if isinstance(v, list) for x in v if isinstance(x, str)]
+        # and the rows of a variant table ("colorStock": {"black": 15}), whose stock is said by the stock answer
+        values += [str(k) for v in attrs.values() if isinstance(v, dict) for k in v if not str(k).isdigit()]
+        low = normalize(gloss(self.text))
+        for value in values:
+            words_of = [w for w in normalize(value).split() if len(w) > 2]
+            if any(re.search(rf"\bin\s+{re.escape(w)}\b", low) for w in words_of) or (
+                    CJK.search(value) and any(run in self.text for run in re.findall(rf"{CJK.pattern}{{2,}}", value))):
+                return value
+        return None
 
     def option_answer(self, facts: dict[str, Any] | None, subject: str) -> str | None:
         """A viewer asks for an option the product's option lists do not have ("does it come in X?"
