@@ -651,9 +651,13 @@ class _Decider:
                       for w in stems(str(x.get("title") or "")) if w not in _GENERIC} - prev_title
             if not others & stems(expand_shorthand(text)):
                 found.append((earlier.start(), prev))
+        # "41号" is a link in Chinese, and a size too: a number the lineup lacks but the product on screen
+        # has as a variant row ("size 41") is that variant, not a link
+        rows = {str(k) for v in ((self.product or {}).get("attributes") or {}).values() if isinstance(v, dict)
+                for k in v}
         out: list[int] = []
         for _, n in sorted(found):
-            if n > 0 and n not in out:
+            if n > 0 and n not in out and not (lineup and n not in lineup and str(n) in rows):
                 out.append(n)
         return out[:2]
 
@@ -916,9 +920,10 @@ class _Decider:
         if self.links or self._names_title_compound():
             return True
         product_words = stems(" ".join(str(v) for v in (self.product or {}).values() if isinstance(v, str)))
-        return bool(re.search(r"\b(this|it|that one|the item|product)\b", low) and "?" in low) or bool(
-            (product_words - _STOP) & self.text_stems
-        )
+        # a yes/no question about "it/these" ("can i wear these swimming lol") asks about the product too
+        asks = "?" in low or _QUESTION_RE.search(low) is not None or re.match(r"\s*(can|could|may) i\b", low)
+        return bool(re.search(r"\b(this|it|that one|the item|product|these|those|them|they)\b", low) and asks) \
+            or bool((product_words - _STOP) & self.text_stems)
 
     def _attribute_words(self) -> set[str]:
         out: set[str] = set()
@@ -1469,7 +1474,10 @@ class _Decider:
             # a viewer asking whether the host is a person hears the truth
             out.append(("I'm an AI host, a virtual assistant of this live room, here to answer your questions!",
                         False, 0))
-        if intents and intents[0] == "chit_chat" and not self.asks_identity:
+        # laughter or a "wow" beside a question is no greeting: the question is answered
+        social_only = len(intents) > 1 and not _GREETING_RE.search(self.low) and not _THANKS_RE.search(self.low) \
+            and not re.search(r"\blove\b", self.low)
+        if intents and intents[0] == "chit_chat" and not self.asks_identity and not social_only:
             if _THANKS_RE.search(self.low):
                 out.append(("Thank you so much!", False, 1))
             elif re.search(r"\blove\b", self.low):
