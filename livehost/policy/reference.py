@@ -487,8 +487,8 @@ _PRICE_ASK_RE = re.compile(r"\b(?:how much|prices?|costs?|totals?)\b")
 _CHANGE_ORDER_RE = re.compile(r"\b(change|update|modify|correct|edit|cancel)\b|\bwrong (address|phone|number)\b")
 _DAMAGE_SENTENCE = ("So sorry it arrived like that! Please open an after-sales request from your order page with a "
                     "photo: customer service will arrange a replacement or a refund.", False, 0)
-_PREVIOUS_RE = re.compile(r"\b(?:previous|earlier|from before|the one before|before (?:this|that) one|go(?:ing)? back|back to (?:the|that)|you (?:just )?"
-                          r"showed|shown before|a (?:minute|moment|while) ago)\b")
+_PREVIOUS_RE = re.compile(r"\b(?:previous|earlier|from before|the one before|before (?:this|that) one|go(?:ing)? back"
+                          r"|back to (?:the|that)|you (?:just )?showed|shown before|a (?:minute|moment|while) ago)\b")
 _DEICTIC_RE = re.compile(r"\b(this|these)\b")
 _SOCIAL_INTENTS = ("chit_chat", "off_topic")
 _HARMFUL_INTENTS = ("injection", "abuse", "refusal")
