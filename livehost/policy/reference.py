@@ -298,6 +298,9 @@ INTENT_MIN_SIMILARITY = 0.55
 CTA_MIN_SIMILARITY = 0.45
 FACT_THRESHOLD = 0.36
 CLAUSE_FACT_THRESHOLD = 0.6  # a clause no intent answered: only a clear match is said (dev-calibrated)
+# a clause of a comment that asks several questions: said when it stands this far above the next fact
+MULTI_CLAUSE_THRESHOLD = 0.4  # chosen on the dev columns (0.3-0.45 x 0.1-0.2 tried)
+MULTI_CLAUSE_MARGIN = 0.15
 REFUSAL_KIND_SIMILARITY = 0.5  # a declined comment clearly about privacy, health or promised results
 # Chinese questions are often joined by a space or a comma alone ("多少钱 有什么颜色 会缩水吗")
 # (and emoji end a clause too: "1299 is a lot 😩 can i pay in installments?")
@@ -1806,6 +1809,7 @@ class _Decider:
         if not pool:
             return []
         out: list[Fact] = []
+        several = len(clauses) > 1
         title = stems(str((facts or {}).get("title") or ""))
         for clause in clauses:
             query = _CODE_RE.sub(" coupon ", _LINK_RE.sub(" ", clause))
@@ -1819,7 +1823,11 @@ class _Decider:
                 out.append(by_value[0])
                 continue
             ranked = rank(query, pool, stem, _STOP)
-            if ranked and ranked[0][0] >= CLAUSE_FACT_THRESHOLD and (
+            # a comment of several questions asks each one on purpose: a clause's fact that stands well
+            # clear of the others is its answer, even below the single-clause threshold
+            clear = several and len(ranked) > 1 and ranked[0][0] >= MULTI_CLAUSE_THRESHOLD and \
+                ranked[0][0] - ranked[1][0] >= MULTI_CLAUSE_MARGIN
+            if ranked and (ranked[0][0] >= CLAUSE_FACT_THRESHOLD or clear) and (
                     len(ranked) == 1 or ranked[0][0] - ranked[1][0] >= FACT_MARGIN) and ranked[0][1] not in out:
                 out.append(ranked[0][1])
         return out

@@ -106,7 +106,19 @@ def attribute_facts(subject: str, attributes: dict[str, Any]) -> list[Fact]:
         if not label:
             continue
         if isinstance(value, dict):
-            out.extend(_table_facts(subject, key, label, value))
+            rows = _table_facts(subject, key, label, value)
+            out.extend(rows)
+            summary = _table_summary(subject, key, label, value, unit)
+            if summary is not None and not _counts_units(label, value):
+                out.append(summary)  # a table of measures answers as one fact ("battery: buds 8 h, case 32 h")
+            continue
+        numbers = isinstance(value, list) and len(value) == 2 and all(
+            isinstance(x, int | float) and not isinstance(x, bool) for x in value)
+        if numbers and "range" in label.split():
+            # "weight_range_kg": [2, 20] is one range, not two options
+            shown = f"{fmt(value[0])}-{fmt(value[1])}" + (f" {unit}" if unit else "")
+            possessive = "Its" if subject == "It" else f"The {subject.removeprefix('The ')}'s"
+            out.append(Fact("attribute", key, f"{label} {shown}", f"{possessive} {label} is {shown}.", value=value))
             continue
         if isinstance(value, list):
             shown = human_list(value)
@@ -119,7 +131,12 @@ def attribute_facts(subject: str, attributes: dict[str, Any]) -> list[Fact]:
                 sentence = f"The {label} options are {shown}."
             out.append(Fact("attribute", key, f"{label} {shown}", sentence, value=value))
         elif isinstance(value, bool):
-            if _adjective(label):
+            parts = label.split()
+            if len(parts) > 1 and parts[-1] == "included":
+                # "strap_included": the strap is (not) included
+                thing = " ".join(parts[:-1])
+                sentence = f"Yes, the {thing} is included." if value else f"No, the {thing} is not included."
+            elif _adjective(label):
                 sentence = f"Yes, {inner} is {label}." if value else f"No, {inner} is not {label}."
             else:
                 sentence = f"Yes, {inner} has {label}." if value else f"No, {inner} has no {label}."
@@ -140,6 +157,32 @@ def attribute_facts(subject: str, attributes: dict[str, Any]) -> list[Fact]:
             out.append(Fact("attribute", key, f"{label} {shown} {UNIT_NAMES.get(unit, '')}".strip(), sentence,
                             value=value))
     return out
+
+
+def _counts_units(label: str, table: dict[str, Any]) -> bool:
+    """A table of units left (stock per size, …), as :func:`_table_facts` reads it."""
+    words = label.split()
+    head = words[: words.index("by")] if "by" in words else words[: words.index("per")] if "per" in words else words
+    return any(w in COUNT_WORDS for w in head) or (
+        set(head) <= VARIANT_DIMENSIONS and bool(table)
+        and all(isinstance(v, int) and not isinstance(v, bool) for v in table.values()))
+
+
+def _table_summary(subject: str, key: str, label: str, table: dict[str, Any], unit: str = "") -> Fact | None:
+    """A small table of plain values as one fact: "Its battery: buds 8 hours, with case 32 hours."; a
+    row without a unit of its own takes the table's ("battery_hours")."""
+    cells = []
+    for row, value in table.items():
+        if isinstance(value, dict | list) or value is None:
+            return None
+        row_label, row_unit = humanise_key(str(row))
+        row_unit = row_unit or (unit if isinstance(value, int | float) and not isinstance(value, bool) else "")
+        shown = fmt(value) + (f" {row_unit}" if row_unit and row_unit != "%" else row_unit)
+        cells.append(f"{row_label or row} {shown}")
+    if not cells or len(cells) > 6:
+        return None
+    possessive = "Its" if subject == "It" else f"The {subject.removeprefix('The ')}'s"
+    return Fact("attribute", key, f"{label} {' '.join(cells)}", f"{possessive} {label}: {', '.join(cells)}.")
 
 
 def _table_facts(subject: str, key: str, label: str, table: dict[str, Any]) -> list[Fact]:

@@ -133,3 +133,16 @@ def test_room_lineup_resolves_the_last_one_and_sold_out_alternatives(harness: Ha
     c["catalog"] = sold_out
     out = (run_loop(decide, harness, c).reply or "").lower()
     assert "sold out" in out and "link 1" in out and "instead" in out
+
+
+def test_facts_say_a_table_of_measures_a_range_and_an_included_part_as_a_person_would() -> None:
+    from livehost.understanding.facts import attribute_facts
+
+    facts = attribute_facts("It", {"battery_hours": {"buds": 8, "with_case": 32}, "weight_range_kg": [2, 20],
+                                   "strap_included": True, "stock_by_size": {"S": 0, "M": 3}})
+    sentences = {f.sentence for f in facts if f.kind == "attribute"}
+    assert "Its battery: buds 8 hours, with case 32 hours." in sentences
+    assert "Its weight range is 2-20 kg." in sentences
+    assert "Yes, the strap is included." in sentences
+    # a stock table stays rows of units left, never one summary of "measures"
+    assert not any("stock" in s for s in sentences)
