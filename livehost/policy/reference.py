@@ -41,6 +41,7 @@ from livehost.understanding.quote import (
     pack_count,
     per_unit_asked,
     quantities,
+    second_item_discount,
 )
 from livehost.understanding.screening import DEFAULT_THRESHOLDS, screen
 
@@ -1682,7 +1683,20 @@ class _Decider:
         qty = counts[0] if counts and counts[0] >= 2 and (asks_total(self.text) or per or code or
                                                           asks_after_coupon(self.text)) else 1
         subtotal = price * qty
-        if qty > 1:
+        rules = [str(r) for r in ((self.room.get("campaign") or {}).get("rules") or []) if _safe_to_say(str(r))]
+        second = second_item_discount(rules) if qty > 1 else None
+        if second is not None and (second[1] == 0.5 or _fmt_num(round(second[1] * 100)) in second[0]):
+            # the campaign takes something off every second item: the viewer's total follows the rule
+            share = second[1]
+            pairs, full = qty // 2, qty - qty // 2
+            each = price * (1 - share)
+            how = f"{_fmt_num(price)} ÷ 2" if share == 0.5 else f"{_fmt_num(price)} - {_fmt_num(round(share * 100))}%"
+            subtotal = price * full + each * pairs
+            terms = " + ".join([f"{_fmt_num(price)} × {full}" if full > 1 else _fmt_num(price),
+                                f"{money(each)} × {pairs}" if pairs > 1 else money(each)])
+            out.append((f"With the campaign's second-item deal the second one is {how} = {money(each)}{cur}, so "
+                        f"together they come to {terms} = {money(subtotal)}{cur}.", True, 0))
+        elif qty > 1:
             out.append((f"{qty} of them: {qty} × {_fmt_num(price)} = {money(subtotal)}{cur}.", True, 0))
         if asks_after_coupon(self.text) or code:
             usable, _, _ = self.coupon_facts()

@@ -190,6 +190,29 @@ def pack_count(title: str, attributes: dict[str, Any], unit: str | None) -> tupl
     return candidates[0]
 
 
+# a campaign rule that discounts the second item ("second item half price", "buy 2, get 10% off the second
+# item", "第二件半价", "第二件8折")
+_SECOND_ITEM_RE = re.compile(
+    r"(?:second|2nd)\s+(?:item|one|piece|unit)?[^.;,]*?(half[- ]price|(\d{1,2})\s*%\s*off)"
+    r"|(\d{1,2})\s*%\s*off\s+(?:the\s+)?(?:second|2nd)\b"
+    r"|第二件\s*(半价|(\d)\s*折)", re.IGNORECASE)
+
+
+def second_item_discount(rules: list[str]) -> tuple[str, float] | None:
+    """(the rule, the share taken off the second item: 0.5 for half price) of a campaign's rules."""
+    for rule in rules:
+        m = _SECOND_ITEM_RE.search(rule)
+        if not m:
+            continue
+        if m.group(1):
+            return rule, 0.5 if "half" in m.group(1).lower() else int(m.group(2)) / 100
+        if m.group(3):
+            return rule, int(m.group(3)) / 100
+        if m.group(4):
+            return rule, 0.5 if m.group(4) == "半价" else 1 - int(m.group(5)) / 10
+    return None
+
+
 def money(value: float) -> str:
     rounded = round(value + 1e-9, 2)
     return str(int(rounded)) if float(rounded).is_integer() else f"{rounded:.2f}".rstrip("0")

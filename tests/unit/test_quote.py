@@ -97,3 +97,25 @@ def test_reference_policy_totals_several_products_named_in_one_question() -> Non
                                                  {"link_id": 4, "title": "Travel mug", "available": True}]}
     d = _Decider(ctx)
     assert d.items == {2: 2, 4: 1} and d.links == [2, 4]
+
+
+def test_second_item_rules_are_read_from_campaign_text() -> None:
+    from livehost.understanding.quote import second_item_discount
+
+    assert second_item_discount(["free shipping over 99", "buy 2, get 10% off the second item"]) == (
+        "buy 2, get 10% off the second item", 0.1)
+    assert second_item_discount(["第二件半价"])[1] == 0.5  # type: ignore[index]
+    assert second_item_discount(["Second item at half price"])[1] == 0.5  # type: ignore[index]
+    assert second_item_discount(["one coupon per order"]) is None
+
+
+def test_reference_policy_applies_a_second_item_rule_to_a_total() -> None:
+    from livehost.policy.reference import _Decider
+
+    ctx = _case_context("2 of them, how much in total?")
+    ctx["room"] = {"current_link": 4, "campaign": {"name": "Sale", "rules": ["buy 2, get 10% off the second item"]}}
+    d = _Decider(ctx)
+    facts = {"price": 29.9, "currency": "CNY", "title": "Gel pens", "attributes": {}}
+    said = " ".join(s for s, _, _ in d.quote_sentences(facts))
+    assert "29.9 - 10% = 26.91" in said and "29.9 + 26.91 = 56.81 yuan" in said
+    assert derived_numbers(said, {29.9, 10.0}) >= {26.91, 56.81}
