@@ -1689,13 +1689,13 @@ class _Decider:
             # the campaign takes something off every second item: the viewer's total follows the rule
             share = second[1]
             pairs, full = qty // 2, qty - qty // 2
-            each = price * (1 - share)
+            reduced = price * (1 - share)
             how = f"{_fmt_num(price)} ÷ 2" if share == 0.5 else f"{_fmt_num(price)} - {_fmt_num(round(share * 100))}%"
-            subtotal = price * full + each * pairs
-            terms = " + ".join([f"{_fmt_num(price)} × {full}" if full > 1 else _fmt_num(price),
-                                f"{money(each)} × {pairs}" if pairs > 1 else money(each)])
-            out.append((f"With the campaign's second-item deal the second one is {how} = {money(each)}{cur}, so "
-                        f"together they come to {terms} = {money(subtotal)}{cur}.", True, 0))
+            subtotal = price * full + reduced * pairs
+            summed = " + ".join([f"{_fmt_num(price)} × {full}" if full > 1 else _fmt_num(price),
+                                f"{money(reduced)} × {pairs}" if pairs > 1 else money(reduced)])
+            out.append((f"With the campaign's second-item deal the second one is {how} = {money(reduced)}{cur}, so "
+                        f"together they come to {summed} = {money(subtotal)}{cur}.", True, 0))
         elif qty > 1:
             out.append((f"{qty} of them: {qty} × {_fmt_num(price)} = {money(subtotal)}{cur}.", True, 0))
         if asks_after_coupon(self.text) or code:
