@@ -862,6 +862,14 @@ class _Decider:
         if "stock" in names and "attribute" in names and re.search(r"\bhow many\b", low) and \
                 not (self._attribute_words() - {"size"}):
             names.remove("attribute")
+        # "how many people is it for", "how many days does it last": a count the product's data holds, not
+        # units left
+        if "stock" in names and re.search(r"\bhow many (?:people|persons|servings|cups|days|hours|years|months|"
+                                          r"times|watts|colou?rs|sizes|pockets|layers|ports|modes|levels|speeds)\b",
+                                          low) and not re.search(r"\b(left|in stock|stock|sold out|available)\b", low):
+            names.remove("stock")
+            if not set(names) - {"chit_chat"}:
+                names.append("attribute")
         # a dynamic attribute: the viewer names one of the product's attribute keys
         if "attribute" not in names:
             for key in self._known_attribute_keys():
@@ -1818,7 +1826,8 @@ class _Decider:
         the fact that answers it when it stands out clearly (a stricter threshold than :meth:`retrieve`)."""
         # chat shorthand joins questions too ("how many watts n whats the capacity")
         raw = [part for c in _CLAUSE_SPLIT.split(self.text) if c for part in re.split(r"\s(?:n|&)\s", c)]
-        clauses = [gloss(c.strip()) for c in raw if c and (len(words(c)) >= 2 or CJK.search(c))]
+        # chat shorthand written out ("how many ppl") so the clause meets the catalog's words
+        clauses = [expand_shorthand(c.strip()) for c in raw if c and (len(words(c)) >= 2 or CJK.search(c))]
         pool = [f for f in self.fact_pool(facts) if f.kind in kinds]
         if not pool:
             return []

@@ -90,7 +90,8 @@ def _adjective(label: str) -> bool:
         return False
     if len(parts) == 1 or "-" in parts[0]:
         return True
-    return parts[-1].endswith(("proof", "safe", "free", "able", "ible", "ed", "ive", "ous", "ing", "ic", "al"))
+    # "wireless charging", "noise cancelling": a feature it has, not what it is
+    return parts[-1].endswith(("proof", "safe", "free", "able", "ible", "ed", "ive", "ous", "ic", "al"))
 
 
 def attribute_facts(subject: str, attributes: dict[str, Any]) -> list[Fact]:
@@ -151,6 +152,9 @@ def attribute_facts(subject: str, attributes: dict[str, Any]) -> list[Fact]:
                 sentence = f"{subject} {verb}{label} {shown}."
             elif _adjective(label) and isinstance(value, int | float) and parts[-1].endswith(("proof", "safe")):
                 sentence = f"{subject} is {label}, rated {shown}."
+            elif isinstance(value, str) and value.strip().lower() in ("all", "any", "every", "universal"):
+                # "skin_type": "all" → it suits every skin type
+                sentence = f"{subject} suits all {label}s." if not label.endswith("s") else f"{subject} suits all {label}."
             else:
                 verb = "are" if label.endswith("s") and not label.endswith("ss") else "is"
                 sentence = f"{possessive} {label} {verb} {shown}."
