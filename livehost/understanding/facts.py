@@ -154,7 +154,7 @@ def attribute_facts(subject: str, attributes: dict[str, Any]) -> list[Fact]:
                 sentence = f"{subject} is {label}, rated {shown}."
             elif isinstance(value, str) and value.strip().lower() in ("all", "any", "every", "universal"):
                 # "skin_type": "all" → it suits every skin type
-                sentence = f"{subject} suits all {label}s." if not label.endswith("s") else f"{subject} suits all {label}."
+                sentence = f"{subject} suits all {label if label.endswith('s') else label + 's'}."
             else:
                 verb = "are" if label.endswith("s") and not label.endswith("ss") else "is"
                 sentence = f"{possessive} {label} {verb} {shown}."
