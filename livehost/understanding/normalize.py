@@ -102,7 +102,8 @@ GLOSSARY: dict[str, str] = {
     "微波炉": "microwave", "飞机": "plane airline flight", "保温": "keep warm", "缩水": "shrink",
     "掉色": "colour fade", "味道": "smell taste", "保修": "warranty", "质保": "warranty", "年龄": "age",
     "宝宝": "baby kid", "幼猫": "kitten", "小奶猫": "kitten", "成猫": "adult cat", "幼犬": "puppy",
-    "能吃": "can eat", "调节": "adjust adjustable", "可调": "adjustable", "孩子": "kid child", "小孩": "kid child", "狗": "dog", "猫": "cat", "试用": "sample trial",
+    "能吃": "can eat", "调节": "adjust adjustable", "可调": "adjustable", "孩子": "kid child", "小孩": "kid child",
+    "狗": "dog", "猫": "cat", "试用": "sample trial",
     "小样": "sample", "黑色": "black", "白色": "white", "红色": "red", "蓝色": "blue", "粉色": "pink",
     "绿色": "green", "灰色": "grey", "黄色": "yellow", "紫色": "purple", "米色": "beige", "棕色": "brown",
     # social
