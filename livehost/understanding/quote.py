@@ -139,6 +139,8 @@ def per_unit_asked(text: str) -> tuple[bool, str | None]:
         unit = m.group(1)
         if unit is None:
             return True, None
+        if not m.group(0).startswith("per") and not asks_total(low):
+            continue  # "buying one set for my mom" counts sets; "how much is one set" asks a unit price
         if unit in _COUNT_WORDS or unit + "s" in _COUNT_WORDS:
             return True, _singular(unit)
         if m.group(0).startswith("per") and unit in ("one", "item", "unit"):
