@@ -182,7 +182,8 @@ def _table_summary(subject: str, key: str, label: str, table: dict[str, Any], un
         row_label, row_unit = humanise_key(str(row))
         row_unit = row_unit or (unit if isinstance(value, int | float) and not isinstance(value, bool) else "")
         shown = fmt(value) + (f" {row_unit}" if row_unit and row_unit != "%" else row_unit)
-        cells.append(f"{row_label or row} {shown}")
+        # a short row key is a code ("XL", "S"): said as written
+        cells.append(f"{row if len(str(row)) <= 4 else row_label or row} {shown}")
     if not cells or len(cells) > 6:
         return None
     possessive = "Its" if subject == "It" else f"The {subject.removeprefix('The ')}'s"
