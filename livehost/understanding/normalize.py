@@ -75,7 +75,8 @@ GLOSSARY: dict[str, str] = {
     "多少钱": "how much price", "价格": "price", "价钱": "price", "价": "price", "几块": "how much price",
     "贵": "expensive", "便宜": "cheaper price",
     # stock
-    "有货": "in stock", "还有": "still have stock", "没了": "sold out", "库存": "stock", "没货": "sold out", "售罄": "sold out",
+    "有货": "in stock", "还有": "still have stock",
+    "没了": "sold out", "库存": "stock", "没货": "sold out", "售罄": "sold out",
     "卖完": "sold out", "断货": "sold out", "补货": "restock", "剩": "left",
     # promotion
     "券": "coupon", "优惠": "discount deal", "折扣": "discount", "打折": "discount", "满减": "discount",
