@@ -43,13 +43,20 @@ def _numbers(text: str) -> set[str]:
 def evidence_text(state: dict[str, Any]) -> str:
     """Everything the reply may rely on: ok tool results, the product data and FAQ the prompt showed,
     and the live-room state (campaign)."""
-    parts = [state.get("room_json") or ""]
+    # JSON written with its characters as they are: an escaped Chinese character ("满199" as "\u6ee1199")
+    # would glue its hex digits to the number next to it
+    room = state.get("room_json") or ""
+    try:
+        room = json.dumps(json.loads(room), ensure_ascii=False) if room else ""
+    except ValueError:
+        pass
+    parts = [room]
     for step in st.steps(state, "tool_result", "prompt"):
         data = step["data"]
         if step["kind"] == "tool_result" and data.get("ok"):
-            parts.append(json.dumps(data.get("result"), default=str))
+            parts.append(json.dumps(data.get("result"), default=str, ensure_ascii=False))
         elif step["kind"] == "prompt":
-            parts.append(json.dumps(data.get("evidence"), default=str))
+            parts.append(json.dumps(data.get("evidence"), default=str, ensure_ascii=False))
     return "\n".join(parts)
 
 

@@ -246,6 +246,16 @@ def test_factual_risk_accepts_a_correct_calculation_from_supported_numbers_only(
     assert unsupported.verdict == "correct" and "298" in unsupported.reason
 
 
+def test_factual_risk_reads_numbers_next_to_chinese_in_the_room_state() -> None:
+    """A campaign rule "满199包邮" (free shipping over 199) backs 199: JSON's escaped form "\\u6ee1199" must not
+    turn it into 1199 (found by the real-path run of the Chinese dev cases)."""
+    state = loaded(HARNESS)
+    state["room_json"] = json.dumps({"campaign": {"rules": ["满199包邮"]}})
+    assert "\\u" in state["room_json"]
+    said = "满199包邮 Free shipping over 199!"
+    assert run(HARNESS, state, "factual_risk", action="reply", text=said).verdict == "pass"
+
+
 def test_factual_risk_claims() -> None:
     claim = next(c for c in HARNESS.rules.claims_requiring_evidence if " " not in c)
     tool, _ = int_arg_tool(HARNESS)
