@@ -31,6 +31,7 @@ from livehost.commerce.errors import InvalidArgument, LimitReached, NotFound, Pe
 from livehost.commerce.operations import OPERATIONS
 from livehost.config import REPO_ROOT
 from livehost.hooks.gate import SideEffectPolicy, budget_reason, static_reason
+from livehost.understanding.normalize import gloss
 
 LIVE_SCOPE = "live"
 DEMO_CATALOG_PATH = REPO_ROOT / "infra" / "seed" / "demo_catalog.json"
@@ -305,8 +306,10 @@ class CommerceStore:
             "WHERE f.scope = $1 AND f.room_id = $2 AND q.tsq IS NOT NULL AND f.tsv @@ q.tsq "
             "AND ($4::integer IS NULL OR f.link_id = $4 OR f.link_id IS NULL) "
             "ORDER BY score DESC, (f.link_id IS NULL), f.faq_id LIMIT $5")
+        # Chinese has no spaces for the full-text parser: its shopping words also search by their English
+        # sense ("幼猫能吃吗" finds "Can kittens eat it?")
         async with self._conn(conn) as c:
-            rows = await c.fetch(sql, scope, room_id, query, link_id, limit)
+            rows = await c.fetch(sql, scope, room_id, gloss(query), link_id, limit)
         return {"query": query, "results": [
             {"q": r["q"], "a": r["a"], "link_id": r["link_id"], "score": round(float(r["score"]), 4)}
             for r in rows]}

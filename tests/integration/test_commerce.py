@@ -148,6 +148,9 @@ async def test_faq_search_link_and_room_wide(store: CommerceStore, demo: str) ->
     # link filter: boots' sizing entry is not returned for link 3
     assert all(r["link_id"] in (3, None) for r in res["results"])
     assert (await store.faq_search("room-a", "the and of", scope=demo))["results"] == []
+    # a Chinese question finds the English entry through its shopping words' English sense
+    zh = await store.faq_search("room-a", "几天发货？", 3, scope=demo)
+    assert zh["query"] == "几天发货？" and zh["results"] and "48 hours" in zh["results"][0]["a"]
 
 
 async def test_order_status_only_for_its_viewer(store: CommerceStore, demo: str) -> None:
