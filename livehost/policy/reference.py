@@ -230,11 +230,14 @@ _PRONOUN_RE = re.compile(r"\b(it|they|them)\b|\b(this|that|these|those)\b(?!\s+(
                          r"have\b|does\b|do\b|come\b|comes\b|cost\b|costs\b|still\b|for\b|in\b|on\b|with\b)[a-z])")
 
 
+_COUNTED_RE = re.compile(rf"\b(?:\d{{1,2}}|{'|'.join(_NUMBER_WORDS)})\s+(?:{'|'.join(sorted(COUNTED_UNITS))})\b")
+
+
 def _noun_phrases(low: str) -> list[str]:
     """Word groups that can name a product: after a determiner, or the whole comment when it has no verb-like
     question word (a bare phrase such as "frying pan price?"). What something *is* ("my son is a chunky
     boy") names no product, nor does a counted unit ("2 jars")."""
-    low = re.sub(rf"\b(?:\d{{1,2}}|{'|'.join(_NUMBER_WORDS)})\s+(?:{'|'.join(COUNTED_UNITS)})\b", " ", low)
+    low = _COUNTED_RE.sub(" ", low)
     found = [m.group(1) for m in _DETERMINER_RE.finditer(low)
              if not (re.match(r"an?\s", low[m.start():]) and re.search(r"\b(?:is|am|are|was|'s|'m)\s+$",
                                                                         low[:m.start()]))]
@@ -616,7 +619,7 @@ class _Decider:
             if scores and scores[0][0] > 0 and (len(scores) == 1 or scores[0][0] > scores[1][0]) \
                     and scores[0][1] not in out:
                 counts = quantities(seg)
-                out[scores[0][1]] = counts[0].count if counts else 1
+                out[scores[0][1]] = counts[0] if counts else 1
         return out if len(out) > 1 else {}
 
     def _links_in(self, text: str) -> list[int]:
@@ -658,8 +661,7 @@ class _Decider:
                 found.append((earlier.start(), prev))
         # "41号" is a link in Chinese, and a size too: a number the lineup lacks but the product on screen
         # has as a variant row ("size 41") is that variant, not a link
-        rows = {str(k) for v in ((self.product or {}).get("attributes") or {}).values() if isinstance(v, dict)
-                for k in v}
+        rows = set(_variant_row_keys((self.product or {}).get("attributes") or {}))
         out: list[int] = []
         for _, n in sorted(found):
             if n > 0 and n not in out and not (lineup and n not in lineup and str(n) in rows):
@@ -691,7 +693,7 @@ class _Decider:
         attrs = prod.get("attributes") or {}
         # the rows of the variant tables of the product on screen ("cream" of a stock per colour): "the
         # cream one" picks among its variants, not another product
-        own_rows = stems(" ".join(str(k) for v in attrs.values() if isinstance(v, dict) for k in v))
+        own_rows = stems(" ".join(_variant_row_keys(attrs)))
         own = stems(" ".join([str(prod.get("title") or ""), str(prod.get("sku") or ""), *map(str, attrs),
                               *(str(v) for v in attrs.values() if isinstance(v, str | list))])) | own_rows
         title = {s for s in stems(str(prod.get("title") or "")) if s not in _GENERIC}
@@ -1689,7 +1691,7 @@ class _Decider:
                          for f, n in priced if f]
                 total = sum(float(f["price"]) * n for f, n in priced if f)
                 return [(f"All together: {' + '.join(terms)} = {money(total)}{cur}.", True, 0)]
-        counts = [q.count for q in quantities(self.text)]
+        counts = quantities(self.text)
         code = next((m.group(0) for m in _CODE_RE.finditer(self.text)), None)
         # how many counts when the viewer asks what they cost, or whether a coupon applies to them
         qty = counts[0] if counts and counts[0] >= 2 and (asks_total(self.text) or per or code or
@@ -1763,7 +1765,7 @@ class _Decider:
         attrs = facts.get("attributes") or {}
         values = [str(x) for v in attrs.values() if isinstance(v, list) for x in v if isinstance(x, str)]
         # and the rows of a variant table ("colorStock": {"black": 15}), whose stock is said by the stock answer
-        values += [str(k) for v in attrs.values() if isinstance(v, dict) for k in v if not str(k).isdigit()]
+        values += [k for k in _variant_row_keys(attrs) if not k.isdigit()]
         low = normalize(gloss(self.text))
         for value in values:
             words_of = [w for w in normalize(value).split() if len(w) > 2]
@@ -2058,6 +2060,11 @@ class _Decider:
 # comments and reads promotional rules such as "limit 1 coupon per viewer" as announcements it must refuse.)
 _ADDRESSES_HOST = re.compile(r"(?<![a-z])(ai|a\.i\.|assistant|chatbot|bot|llm|host|system|prompt|instructions?|"
                              r"ignore|disregard|pretend|jailbreak)(?![a-z])|主播|助手|系统|忽略|指令|提示词|人工智能")
+
+
+def _variant_row_keys(attributes: dict[str, Any]) -> list[str]:
+    """The row keys of a product's variant tables ("S", "cream", "41" of stock per size or colour)."""
+    return [str(k) for v in attributes.values() if isinstance(v, dict) for k in v]
 
 
 def _safe_to_say(text: str) -> bool:

@@ -163,10 +163,15 @@ def attribute_facts(subject: str, attributes: dict[str, Any]) -> list[Fact]:
     return out
 
 
+def _table_head(words: list[str]) -> list[str]:
+    """What a table's key names before its dimension ("stock" of "stock by size")."""
+    return words[: words.index("by")] if "by" in words else words[: words.index("per")] if "per" in words else words
+
+
 def _counts_units(label: str, table: dict[str, Any]) -> bool:
-    """A table of units left (stock per size, …), as :func:`_table_facts` reads it."""
-    words = label.split()
-    head = words[: words.index("by")] if "by" in words else words[: words.index("per")] if "per" in words else words
+    """A table of units left: its key says so ("stock by size"), or it maps a variant dimension alone
+    ("sizes": {"S": 4, "XL": 0}) to whole numbers."""
+    head = _table_head(label.split())
     return any(w in COUNT_WORDS for w in head) or (
         set(head) <= VARIANT_DIMENSIONS and bool(table)
         and all(isinstance(v, int) and not isinstance(v, bool) for v in table.values()))
@@ -194,13 +199,8 @@ def _table_facts(subject: str, key: str, label: str, table: dict[str, Any]) -> l
     words = label.split()
     dim = words[words.index("by") + 1] if "by" in words[:-1] else (
         words[words.index("per") + 1] if "per" in words[:-1] else "")
-    head = " ".join(words[: words.index("by")] if "by" in words else words[: words.index("per")]
-                    if "per" in words else words)
-    # a table of units left: its key says so ("stock by size"), or it maps a variant dimension alone
-    # ("sizes": {"S": 4, "XL": 0}) to whole numbers
-    counts = any(w in COUNT_WORDS for w in head.split()) or (
-        set(head.split()) <= VARIANT_DIMENSIONS and bool(table)
-        and all(isinstance(v, int) and not isinstance(v, bool) for v in table.values()))
+    head = " ".join(_table_head(words))
+    counts = _counts_units(label, table)
     out: list[Fact] = []
     for row, value in table.items():
         name = f"{dim} {row}".strip() if dim else str(row)

@@ -49,20 +49,15 @@ _PER_EN_RE = re.compile(r"\b(?:per|each|a|one|every|single)\s+([a-z]+)\b"
                         r"|\bhow much (?:is |are |for )?(?:it |they )?each\b|\bunit price\b|\beach\s*\?")
 _PER_ZH_RE = re.compile(rf"(?:[一每单]|平均)\s*([{''.join(ZH_CLASSIFIERS)}])\s*(?:合|算|是|多少|几|价|要)"
                         r"|单价|平均")
-# units things are counted in ("2 jars", "3 packs"): a counted unit names no product
-COUNTED_UNITS = ("jars?", "packs?", "bags?", "bottles?", "boxes", "box", "sets?", "pairs?", "pieces?", "pcs",
-                 "cans?", "tubes?", "rolls?", "cartons?", "cases?", "tins?", "bowls?", "cups?", "units?", "items?")
 # words of a count in a title or an attribute key ("(30 bags)", "3-pack", "pack_of", "12支装")
 _COUNT_WORDS = {"pack", "pc", "pcs", "piece", "pieces", "count", "ct", "bag", "bags", "sachet", "sachets",
                 "pod", "pods", "bottle", "bottles", "can", "cans", "roll", "rolls", "sheet", "sheets", "pair",
                 "pairs", "set", "sets", "box", "boxes", "bar", "bars", "stick", "sticks", "tablet", "tablets",
                 "capsule", "capsules", "serving", "servings", "packs", "pack_of", "quantity", "qty", "units"}
-
-
-@dataclass(frozen=True)
-class Quantity:
-    count: int
-    start: int  # where the quantity is said, to pair it with the product named next to it
+# units things are counted in ("2 jars", "3 packs"): the count words and containers; a counted unit names
+# no product
+COUNTED_UNITS = frozenset(_COUNT_WORDS | {"jar", "jars", "tube", "tubes", "carton", "cartons", "case", "cases",
+                                          "tin", "tins", "bowl", "bowls", "cup", "cups", "item", "items", "unit"})
 
 
 def _as_int(token: str) -> int | None:
@@ -72,7 +67,7 @@ def _as_int(token: str) -> int | None:
     return EN_NUMBERS.get(token) or ZH_NUMBERS.get(token)
 
 
-def quantities(text: str) -> list[Quantity]:
+def quantities(text: str) -> list[int]:
     """Counts of items the comment asks about, in order ("两个 … 一个 …" → 2, 1)."""
     low = text.lower()
     found: dict[int, int] = {}
@@ -103,7 +98,7 @@ def quantities(text: str) -> list[Quantity]:
     for m in _X_RE.finditer(low):
         n = int(m.group(1) or m.group(2))
         found.setdefault(m.start(), n)
-    return [Quantity(n, s) for s, n in sorted(found.items()) if 0 < n <= MAX_QUANTITY]
+    return [n for _, n in sorted(found.items()) if 0 < n <= MAX_QUANTITY]
 
 
 # the viewer asks what their items come to ("how much for 3", "total?", "一共多少"), not for a discount

@@ -29,7 +29,7 @@ from livehost.understanding.quote import (
     ("我昨天买的四件套今天便宜了", []),
 ])
 def test_quantities(text: str, counts: list[int]) -> None:
-    assert [q.count for q in quantities(text)] == counts
+    assert quantities(text) == counts
 
 
 def test_after_coupon_and_per_unit_questions() -> None:
