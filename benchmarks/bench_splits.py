@@ -9,7 +9,15 @@ from __future__ import annotations
 import sys
 
 from livehost.config import REPO_ROOT
-from livehost.eval.cases import DEV_WILD2_PATH, DEV_WILD3_PATH, DEV_WILD_PATH, DEVSET_PATH, HOLDOUT_PATH, load_cases
+from livehost.eval.cases import (
+    DEV_WILD2_PATH,
+    DEV_WILD3_PATH,
+    DEV_WILD4_PATH,
+    DEV_WILD_PATH,
+    DEVSET_PATH,
+    HOLDOUT_PATH,
+    load_cases,
+)
 from livehost.harness.loader import load
 from livehost.sim.split import TESTSET_PATH, reworded_variant
 from livehost.understanding.splitbench import measure
@@ -20,6 +28,7 @@ def main() -> None:
                                 else "harness/default"))
     splits = {"dev": measure(harness, load_cases(DEVSET_PATH))}
     for name, path in (("dev-wild", DEV_WILD_PATH), ("dev-wild2", DEV_WILD2_PATH), ("dev-wild3", DEV_WILD3_PATH),
+                       ("dev-wild4", DEV_WILD4_PATH),
                        ("test", TESTSET_PATH), ("held-out", HOLDOUT_PATH)):
         if path.exists():
             splits[name] = measure(harness, load_cases(path))
@@ -49,7 +58,7 @@ def main() -> None:
             print(f"variant {seed}: test accuracy {variant.accuracy:.1f}%, retention {kept[-1]:.3f}")
         print(f"test-split pass retention over {n} reworded opaque harnesses: {sum(kept) / len(kept):.3f}")
     if "--failures" in sys.argv:  # the dev splits only: the test and held-out splits are measured, not read
-        for name in ("dev", "dev-wild", "dev-wild2", "dev-wild3"):
+        for name in ("dev", "dev-wild", "dev-wild2", "dev-wild3", "dev-wild4"):
             for cid, reply in splits[name].failures if name in splits else []:
                 print(f"FAIL {name} {cid}: {reply!r}")
 

@@ -11,7 +11,15 @@ import time
 from pathlib import Path
 
 from livehost.config import REPO_ROOT, Settings
-from livehost.eval.cases import DEV_WILD2_PATH, DEV_WILD3_PATH, DEV_WILD_PATH, DEVSET_PATH, HOLDOUT_PATH, load_cases
+from livehost.eval.cases import (
+    DEV_WILD2_PATH,
+    DEV_WILD3_PATH,
+    DEV_WILD4_PATH,
+    DEV_WILD_PATH,
+    DEVSET_PATH,
+    HOLDOUT_PATH,
+    load_cases,
+)
 from livehost.eval.judge import DeterministicJudge
 from livehost.runner.core import run_file
 from livehost.runner.expect import check
@@ -26,7 +34,8 @@ def main() -> None:
         settings = Settings(postgres_dsn=dsn, triton_url=url)
         judge = DeterministicJudge()
         for name, path in (("dev", DEVSET_PATH), ("dev-wild", DEV_WILD_PATH), ("dev-wild2", DEV_WILD2_PATH),
-                           ("dev-wild3", DEV_WILD3_PATH), ("test", TESTSET_PATH), ("held-out", HOLDOUT_PATH)):
+                           ("dev-wild3", DEV_WILD3_PATH), ("dev-wild4", DEV_WILD4_PATH), ("test", TESTSET_PATH),
+                           ("held-out", HOLDOUT_PATH)):
             if not path.exists():
                 continue
             t0 = time.time()

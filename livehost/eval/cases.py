@@ -26,6 +26,8 @@ DEV_WILD_PATH = REPO_ROOT / "eval" / "dev" / "wild.jsonl"
 DEV_WILD2_PATH = REPO_ROOT / "eval" / "dev" / "wild2.jsonl"  # a second batch, written after the first was fixed
 # a third batch, mostly English, on the categories the test split fails most (written after the second was fixed)
 DEV_WILD3_PATH = REPO_ROOT / "eval" / "dev" / "wild3.jsonl"
+# a fourth batch: the catalog's facts asked in other words (synonyms, comparisons, "this"), per-variant stock
+DEV_WILD4_PATH = REPO_ROOT / "eval" / "dev" / "wild4.jsonl"
 HOLDOUT_PATH = REPO_ROOT / "eval" / "holdout" / "wild.jsonl"
 
 

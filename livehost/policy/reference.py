@@ -299,6 +299,9 @@ _PRODUCT_INTENTS = ("price", "stock", "attribute", "coupon", "general", "purchas
 # says it will check rather than answer; facts within FACT_MARGIN of the best are said too (at most two)
 TOOL_MIN_SIMILARITY = 0.15
 INTENT_MIN_SIMILARITY = 0.55
+INTENT_MARGIN = 0.0
+# the needs a line of a merged request may be recognised by meaning alone (a fact question goes to retrieval)
+_LINE_INTENTS = ("price", "stock", "coupon", "purchase", "post_purchase")
 CTA_MIN_SIMILARITY = 0.45
 FACT_THRESHOLD = 0.25  # chosen on the dev columns (0.2, 0.25, 0.3, 0.36 tried; was 0.36)
 CLAUSE_FACT_THRESHOLD = 0.6  # a clause no intent answered: only a clear match is said (dev-calibrated; 0.5 won
@@ -848,7 +851,11 @@ class _Decider:
                 ll = normalize(line)
                 if _QUESTION_RE.search(ll) and not any(_find(INTENT_PATTERNS[i], ll) is not None for i in
                                                         ("price", "stock", "coupon", "purchase", "post_purchase")):
-                    if _find(INTENT_PATTERNS["chit_chat"], ll) is None and len(words(ll)) > 2:
+                    # a need asked in words no pattern knows ("is the blue one gone?"): by its meaning
+                    near = self._near_intent(line)
+                    if near in _LINE_INTENTS:
+                        names.append(near)
+                    elif _find(INTENT_PATTERNS["chit_chat"], ll) is None and len(words(ll)) > 2:
                         self.fact_queries.append(line)
             if self.fact_queries and "attribute" not in names:
                 names.append("attribute")
@@ -880,9 +887,9 @@ class _Decider:
                     names.append("attribute")
                     break
         if not names:
-            near = choice.nearest_intent(normalize(self.text), stem, _STOP, INTENT_MIN_SIMILARITY)
-            if near is not None and near[0] != "chit_chat":
-                return [near[0]]
+            near = self._near_intent(self.text)
+            if near is not None and near != "chit_chat":
+                return [near]
             named_question = bool(self.named) and _QUESTION_RE.search(low) is not None
             # a Chinese question in a live room is most often about the product on screen
             cjk_question = bool(CJK.search(self.text)) and "?" in low and self.product is not None
@@ -891,6 +898,13 @@ class _Decider:
                 r"\b(this|it|link|these|those|they|them|one)\b", low):
             names.append("general")
         return names
+
+    def _near_intent(self, text: str) -> str | None:
+        """The intent of a comment by the meaning of its labelled neighbours, with the product references
+        taken out first ("link 2", "#3": they say which product, not what is asked)."""
+        query = normalize(_LINK_RE.sub(" ", text)).strip()
+        near = choice.nearest_intent(query, stem, _STOP, INTENT_MIN_SIMILARITY, INTENT_MARGIN) if query else None
+        return near[0] if near else None
 
     def _known_attribute_keys(self) -> list[str]:
         """Attribute keys of the product on screen and of the linked products already looked up (a

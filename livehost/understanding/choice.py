@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
+from functools import cache
 from typing import Any
 
 NEEDS: dict[str, str] = {
@@ -138,23 +139,37 @@ def similarity(a: str, b: list[str], stem: Callable[[str], str], stop: set[str])
 INTENT_EXAMPLES_PATH = __import__("pathlib").Path(__file__).resolve().parent / "data" / "intents.jsonl"
 
 
+@cache
 def _intent_examples() -> list[tuple[str, str]]:
     rows = [json.loads(line) for line in INTENT_EXAMPLES_PATH.read_text(encoding="utf-8").splitlines() if line.strip()]
     return [(str(r["intent"]), str(r["text"])) for r in rows]
 
 
-def nearest_intent(text: str, stem: Callable[[str], str], stop: set[str], minimum: float = 0.5
-                   ) -> tuple[str, float] | None:
-    """The intent of the most similar labelled example (``data/intents.jsonl``), when similar enough:
-    the fallback for comments that no lexical cue explains ("what do you want for that?")."""
+def intent_scores(text: str, stem: Callable[[str], str], stop: set[str], k: int = 3) -> list[tuple[str, float]]:
+    """Intents ranked by the mean similarity of their ``k`` labelled examples (``data/intents.jsonl``)
+    most similar to ``text``: a vote of neighbours, so one lucky example does not decide alone."""
+    examples = _intent_examples()
+    sims = similarity(text, [t for _, t in examples], stem, stop)
+    by_label: dict[str, list[float]] = {}
+    for (label, _), sim in zip(examples, sims, strict=True):
+        by_label.setdefault(label, []).append(sim)
+    scores = {label: sum(top := sorted(v, reverse=True)[:k]) / len(top) for label, v in by_label.items()}
+    return sorted(scores.items(), key=lambda kv: -kv[1])
+
+
+def nearest_intent(text: str, stem: Callable[[str], str], stop: set[str], minimum: float = 0.5,
+                   margin: float = 0.0) -> tuple[str, float] | None:
+    """The intent whose labelled examples are most similar to ``text``, when similar enough and ahead of
+    the next intent by ``margin``: the fallback for comments that no lexical cue explains ("what do you
+    want for that?", "is the blue one gone?")."""
     from livehost.understanding import embed
 
     if not embed.available():
         return None
-    examples = _intent_examples()
-    sims = similarity(text, [t for _, t in examples], stem, stop)
-    best = max(range(len(sims)), key=lambda i: sims[i])
-    return (examples[best][0], sims[best]) if sims[best] >= minimum else None
+    ranked = intent_scores(text, stem, stop)
+    best, score = ranked[0]
+    second = ranked[1][1] if len(ranked) > 1 else 0.0
+    return (best, score) if score >= minimum and score - second >= margin else None
 
 
 def refusal_kind(text: str, stem: Callable[[str], str], stop: set[str], threshold: float) -> str | None:

@@ -146,3 +146,25 @@ def test_facts_say_a_table_of_measures_a_range_and_an_included_part_as_a_person_
     assert "Yes, the strap is included." in sentences
     # a stock table stays rows of units left, never one summary of "measures"
     assert not any("stock" in s for s in sentences)
+
+
+def test_a_need_in_words_no_pattern_knows_is_understood_by_its_labelled_neighbours(harness: Harness) -> None:
+    # one viewer's burst: price, then stock asked as "gone already", then the coupons
+    c = case("how much is link 3")
+    c["comments"] += [{"user_id": "v-1", "text": "link 3 gone already?", "offset_ms": 600},
+                      {"user_id": "v-1", "text": "discount?", "offset_ms": 1200}]
+    out = (run_loop(decide, harness, c).reply or "").lower()
+    assert "88" in out and "30 left" in out and "check that detail" not in out
+    sold_out = [dict(i, stock=0) if i["link_id"] == 2 else i for i in CATALOG]
+    c = case("is the wrap gone??", current=1)
+    c["catalog"] = sold_out
+    assert "sold out" in (run_loop(decide, harness, c).reply or "").lower()
+
+
+def test_intent_vote_needs_its_neighbours_to_agree() -> None:
+    from livehost.policy.reference import _STOP, stem
+    from livehost.understanding import choice
+
+    ranked = choice.intent_scores("can you take a bit off the price", stem, _STOP)
+    assert ranked[0][0] == "coupon" and ranked[0][1] > ranked[1][1]
+    assert choice.nearest_intent("can you take a bit off the price", stem, _STOP, 0.0, margin=5.0) is None
