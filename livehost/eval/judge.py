@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from livehost.eval.cases import by_id
+from livehost.understanding.facts import tabulate
 
 # Reply control tokens of the TTS (pauses, speaking rate) carry digits that are not facts.
 CONTROL_TOKEN = re.compile(r"<sil_L\d+>|\[speed_[a-z]\d+\]|<[a-z_]+\d*>", re.I)
@@ -205,7 +206,7 @@ def variant_stocks(item: dict[str, Any]) -> list[tuple[str, int]]:
     """(variant, units) from the item's per-variant stock tables: attributes whose key mentions
     stock and whose value maps variant -> int (``"stock_by_size": {"25": 0, "26": 5}``)."""
     out: list[tuple[str, int]] = []
-    for key, table in (item.get("attributes") or {}).items():
+    for key, table in tabulate(item.get("attributes") or {}).items():
         if not isinstance(table, dict):
             continue
         counts = [(str(name), units) for name, units in table.items()

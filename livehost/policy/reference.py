@@ -27,7 +27,15 @@ from typing import Any
 import jsonschema
 
 from livehost.understanding import choice, embed
-from livehost.understanding.facts import Fact, attribute_facts, campaign_facts, faq_facts, humanise_key, rank
+from livehost.understanding.facts import (
+    Fact,
+    attribute_facts,
+    campaign_facts,
+    faq_facts,
+    humanise_key,
+    rank,
+    tabulate,
+)
 from livehost.understanding.normalize import CJK, expand_shorthand, gloss, normalize
 from livehost.understanding.quote import (
     COUNTED_UNITS,
@@ -1198,8 +1206,8 @@ class _Decider:
                 "currency": next((d[k] for k in d if _key_has(k, "currency")), None),
                 "title": next((d[k] for k in d if k.lower() in ("title", "name", "product_name")), None),
                 "link": next((d[k] for k in d if _key_has(k, "link") and _is_num(d[k])), None),
-                "attributes": dict(next((d[k] for k in d if _key_has(k, "attribute", "spec")
-                                         and isinstance(d[k], dict)), {})),
+                "attributes": tabulate(next((d[k] for k in d if _key_has(k, "attribute", "spec")
+                                             and isinstance(d[k], dict)), {})),
             })
         facts: dict[str, Any] | None = next((c for c in candidates if c["link"] == wanted), None)
         if facts is None and candidates and (wanted is None or candidates[0]["link"] is None):
@@ -1209,12 +1217,12 @@ class _Decider:
             if facts is None:
                 facts = {"price": prod.get("price"), "currency": prod.get("currency"),
                          "title": prod.get("title"), "link": prod.get("link_id"),
-                         "attributes": dict(prod.get("attributes") or {})}
+                         "attributes": tabulate(prod.get("attributes") or {})}
             else:
                 for k, v in (("title", prod.get("title")), ("currency", prod.get("currency"))):
                     if facts.get(k) is None:
                         facts[k] = v
-                for k, v in (prod.get("attributes") or {}).items():
+                for k, v in tabulate(prod.get("attributes") or {}).items():
                     facts["attributes"].setdefault(k, v)
         return facts
 
@@ -1909,7 +1917,22 @@ class _Decider:
                         rf"(?:\bsize\s+|\bin\s+|\b){re.escape(row)}\b(?!')", text))):
                 if not (row.isdigit() and row in {str(n) for n in self.links}):
                     rows.append(f)
+        if not rows:
+            rows = self._rows_by_distinct_word(facts, low_tokens)
         return rows
+
+    def _rows_by_distinct_word(self, facts: dict[str, Any], low_tokens: set[str]) -> list[Fact]:
+        """A row of several words named by one of them that no other row of its table has ("the green
+        one" names "sage green" when no other colour is green)."""
+        rows = [f for f in attribute_facts("It", facts.get("attributes") or {}) if f.kind == "variant" and f.row]
+        found: list[Fact] = []
+        for f in rows:
+            own = {w for w in re.findall(r"[a-z]{3,}", str(f.row).lower())}
+            others = {w for g in rows if g.key == f.key and g.row != f.row
+                      for w in re.findall(r"[a-z]{3,}", str(g.row).lower())}
+            if len(own) > 1 and (own - others - _STOP) & low_tokens:
+                found.append(f)
+        return found
 
     def named_attribute_keys(self, facts: dict[str, Any]) -> list[str]:
         """Attribute keys of the product that the comment names ("... work on induction?")."""
@@ -2078,7 +2101,7 @@ _ADDRESSES_HOST = re.compile(r"(?<![a-z])(ai|a\.i\.|assistant|chatbot|bot|llm|ho
 
 def _variant_row_keys(attributes: dict[str, Any]) -> list[str]:
     """The row keys of a product's variant tables ("S", "cream", "41" of stock per size or colour)."""
-    return [str(k) for v in attributes.values() if isinstance(v, dict) for k in v]
+    return [str(k) for v in tabulate(attributes).values() if isinstance(v, dict) for k in v]
 
 
 def _safe_to_say(text: str) -> bool:

@@ -91,12 +91,36 @@ def _adjective(label: str) -> bool:
     if len(parts) == 1 or "-" in parts[0]:
         return True
     # "wireless charging", "noise cancelling": a feature it has, not what it is
-    return parts[-1].endswith(("proof", "safe", "free", "able", "ible", "ed", "ive", "ous", "ic", "al"))
+    return parts[-1].endswith(("proof", "safe", "free", "able", "ible", "ed", "ive", "ous", "ic", "al", "friendly",
+                               "ready")) or parts[-1] == "ok"
+
+
+# a boolean key that starts with a verb ("contains_nuts", "fits_carry_on"): said with the verb itself
+_VERBS = {"contains": "contain", "includes": "include", "fits": "fit", "needs": "need", "requires": "require",
+          "works": "work", "comes": "come", "uses": "use", "holds": "hold", "supports": "support"}
+
+
+def tabulate(attributes: dict[str, Any]) -> dict[str, Any]:
+    """The attributes with each list of records (``"variants": [{"color": "navy", "stock": 0}, …]``) turned
+    into one table per field, keyed by the records' naming field (``"stock_by_color": {"navy": 0, …}``):
+    the shape every table of variants is read in. Other attributes are kept as they are."""
+    out: dict[str, Any] = {}
+    for key, value in attributes.items():
+        records = isinstance(value, list) and len(value) > 1 and all(isinstance(r, dict) for r in value)
+        names = [f for f in value[0] if all(isinstance(r.get(f), str) for r in value)] if records else []
+        if not names:
+            out[key] = value
+            continue
+        name = names[0]
+        for field in dict.fromkeys(f for r in value for f in r if f != name):
+            out[f"{field}_by_{name}"] = {str(r[name]): r[field] for r in value if field in r}
+    return out
 
 
 def attribute_facts(subject: str, attributes: dict[str, Any]) -> list[Fact]:
     """``subject`` is how the sentence names the product ("It", "The Alpine shell jacket")."""
     out: list[Fact] = []
+    attributes = tabulate(attributes)
     # the subject after "Yes, " / "No, ": "it", "the Alpine shell jacket"
     inner = subject[0].lower() + subject[1:] if subject in ("It",) or subject.startswith("The ") else subject
     for key, value in attributes.items():
@@ -137,6 +161,9 @@ def attribute_facts(subject: str, attributes: dict[str, Any]) -> list[Fact]:
                 # "strap_included": the strap is (not) included
                 thing = " ".join(parts[:-1])
                 sentence = f"Yes, the {thing} is included." if value else f"No, the {thing} is not included."
+            elif len(parts) > 1 and parts[0] in _VERBS:
+                rest = " ".join(parts[1:])
+                sentence = f"Yes, {inner} {label}." if value else f"No, {inner} does not {_VERBS[parts[0]]} {rest}."
             elif _adjective(label):
                 sentence = f"Yes, {inner} is {label}." if value else f"No, {inner} is not {label}."
             else:

@@ -168,3 +168,23 @@ def test_intent_vote_needs_its_neighbours_to_agree() -> None:
     ranked = choice.intent_scores("can you take a bit off the price", stem, _STOP)
     assert ranked[0][0] == "coupon" and ranked[0][1] > ranked[1][1]
     assert choice.nearest_intent("can you take a bit off the price", stem, _STOP, 0.0, margin=5.0) is None
+
+
+def test_a_list_of_variant_records_is_read_as_a_stock_table_and_named_by_a_distinct_word(harness: Harness) -> None:
+    from livehost.understanding.facts import tabulate
+
+    records = {"variants": [{"color": "sage green", "stock": 0}, {"color": "matte black", "stock": 7}]}
+    assert tabulate(records) == {"stock_by_color": {"sage green": 0, "matte black": 7}}
+    catalog = [dict(CATALOG[2], attributes={**CATALOG[2]["attributes"], **records}), *CATALOG[:2]]
+    c = case("is the green one still available?", current=3)
+    c["catalog"] = catalog
+    out = (run_loop(decide, harness, c).reply or "").lower()
+    assert "sage green is sold out" in out and "{" not in out
+    c = case("the black one in stock?", current=3)
+    c["catalog"] = catalog
+    assert "7 left" in (run_loop(decide, harness, c).reply or "")
+
+
+def test_a_boolean_key_that_starts_with_a_verb_is_said_with_the_verb() -> None:
+    sentences = [f.sentence for f in attribute_facts("It", {"contains_peanuts": False, "laptop_ok": True})]
+    assert sentences == ["No, it does not contain peanuts.", "Yes, it is laptop ok."]
