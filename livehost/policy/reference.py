@@ -649,7 +649,9 @@ class _Decider:
         if bare and int(bare.group(1)) in lineup:  # a comment that is only a number: that link
             found.append((0, int(bare.group(1))))
         if lineup:
-            for m in re.finditer(r"\b(?:the\s+)?last\s+(?:one|link|item|product)\b", low):
+            # "the last one?" is the lineup's last link; "last one smelled like …" is one the viewer had before
+            for m in re.finditer(r"\b(?:the\s+)?last\s+(?:one|link|item|product)\b(?!\s+(?:i\b|we\b|was\b|were\b"
+                                 r"|had\b|[a-z]+ed\b))", low):
                 found.append((m.start(), lineup[-1]))
         prev = self.room.get("previous_link")
         earlier = None if found else _PREVIOUS_RE.search(expand_shorthand(text))
@@ -720,7 +722,13 @@ class _Decider:
         # one"), or a comment that is only a phrase ("frying pan price?"); pronouns and verbs name none
         low = normalize(self.text)
         if _PRONOUN_RE.search(low):
-            return []  # "does it come with …": the product on screen; other nouns are its parts or features
+            # "does it come with …": the product on screen; other nouns are its parts or features, unless
+            # a noun phrase names another product of the lineup by its title ("the pillow, is it soft?")
+            others = [stems(str(x.get("title") or "")) - title - _GENERIC for x in self.lineup()
+                      if x.get("link_id") != prod.get("link_id")]
+            named = [w for phrase in _noun_phrases(low) for w in words(phrase) if len(w) > 2 and w not in _STOP]
+            hits = [w for w in named if sum(stem(w) in t for t in others) == 1]
+            return hits[:1]
         for phrase in _noun_phrases(low):
             phrase = re.sub(r"\b[a-z]+\s+of\b", " ", phrase)  # "pairs of", "a couple of": not a product
             for w in words(phrase):
@@ -1277,7 +1285,7 @@ class _Decider:
 
     def faq_entries(self) -> list[tuple[str, str]]:
         entries: list[tuple[str, str]] = []
-        sources: list[Any] = list(self.ctx.get("faq") or [])
+        sources: list[Any] = self._screen_faq()
         results, _ = self._results("faq")
         sources.extend(results)
         for d in _iter_dicts(sources):
@@ -1287,9 +1295,15 @@ class _Decider:
                 entries.append((q, a))
         return entries
 
+    def _screen_faq(self) -> list[Any]:
+        """The FAQ of the product on screen (in the prompt's context), when the comment is about it: the
+        answers of one product never answer a question about another."""
+        on_screen = (self.product or {}).get("link_id")
+        return list(self.ctx.get("faq") or []) if self.link in (None, on_screen) else []
+
     def context_faq_answer(self) -> str | None:
         return self._faq_answer([(str(f.get("q", "")), str(f.get("a", "")))
-                                 for f in self.ctx.get("faq") or [] if isinstance(f, dict)])
+                                 for f in self._screen_faq() if isinstance(f, dict)])
 
     def _faq_answer(self, entries: list[tuple[str, str]]) -> str | None:
         best: tuple[float, str] | None = None

@@ -182,12 +182,23 @@ def attribute_facts(subject: str, attributes: dict[str, Any]) -> list[Fact]:
             elif isinstance(value, str) and value.strip().lower() in ("all", "any", "every", "universal"):
                 # "skin_type": "all" → it suits every skin type
                 sentence = f"{subject} suits all {label if label.endswith('s') else label + 's'}."
+            elif _count_of(label, value, unit):
+                # "batteries": 2, "bits_included": 30 → a count of parts: "It has 2 batteries."
+                thing = label.removesuffix(" included")
+                sentence = f"{subject} {'comes with' if thing != label else 'has'} {fmt(value)} {thing}."
             else:
-                verb = "are" if label.endswith("s") and not label.endswith("ss") else "is"
+                verb = "are" if label.endswith("s") and not label.endswith(("ss", "us", "is")) else "is"
                 sentence = f"{possessive} {label} {verb} {shown}."
             out.append(Fact("attribute", key, f"{label} {shown} {UNIT_NAMES.get(unit, '')}".strip(), sentence,
                             value=value))
     return out
+
+
+def _count_of(label: str, value: Any, unit: str) -> bool:
+    """A whole number of things named by a plural noun, with no unit ("batteries": 2, "ports": 3)."""
+    thing = label.removesuffix(" included").split()
+    return (not unit and isinstance(value, int) and not isinstance(value, bool) and value > 1 and len(thing) == 1
+            and thing[0].endswith("s") and not thing[0].endswith(("ss", "us", "is")))
 
 
 def _table_head(words: list[str]) -> list[str]:

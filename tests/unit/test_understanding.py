@@ -188,3 +188,17 @@ def test_a_list_of_variant_records_is_read_as_a_stock_table_and_named_by_a_disti
 def test_a_boolean_key_that_starts_with_a_verb_is_said_with_the_verb() -> None:
     sentences = [f.sentence for f in attribute_facts("It", {"contains_peanuts": False, "laptop_ok": True})]
     assert sentences == ["No, it does not contain peanuts.", "Yes, it is laptop ok."]
+
+
+def test_a_product_named_beside_a_pronoun_is_the_one_asked_about_and_gets_its_own_answers(harness: Harness) -> None:
+    # the wrap is named; "it" is the wrap, not the boots on screen, and the boots' FAQ does not answer
+    out = reply(harness, "show the wrap again, is it long enough to wrap twice?")
+    assert "190" in out and "ice" not in out.lower()
+    # "last one" followed by what it did is the viewer's own earlier purchase, not the lineup's last link
+    out = reply(harness, "do the soles grip? last one i bought slipped on ice")
+    assert "icy" in out.lower() and "link 3" not in out.lower()
+
+
+def test_a_count_of_parts_is_said_as_a_count() -> None:
+    sentences = [f.sentence for f in attribute_facts("It", {"batteries": 2, "bits_included": 30, "status": 3})]
+    assert sentences == ["It has 2 batteries.", "It comes with 30 bits.", "Its status is 3."]
