@@ -317,7 +317,9 @@ CLAUSE_FACT_THRESHOLD = 0.6  # a clause no intent answered: only a clear match i
 # a clause of a comment that asks several questions: said when it stands this far above the next fact
 MULTI_CLAUSE_THRESHOLD = 0.4  # chosen on the dev columns (0.3-0.45 x 0.1-0.2 tried)
 MULTI_CLAUSE_MARGIN = 0.15
-REFUSAL_KIND_SIMILARITY = 0.5  # a declined comment clearly about privacy, health or promised results
+# the reason a declined comment is most like (privacy, health, promised results, fakes); dev columns:
+# 0.1-0.25 tie, above it fewer passes (0.5 before the fakes kind)
+REFUSAL_KIND_SIMILARITY = 0.25
 # Chinese questions are often joined by a space or a comma alone ("多少钱 有什么颜色 会缩水吗")
 # (and emoji end a clause too: "1299 is a lot 😩 can i pay in installments?")
 _CLAUSE_SPLIT = re.compile(r"[?？\n;；。!！，\U0001F300-\U0001FAFF\u2600-\u27BF]+|\s(?:and|also|plus|\+|&)\s"

@@ -58,6 +58,9 @@ REFUSAL_KINDS: dict[str, tuple[str, str]] = {
     "promise": ("a promise of certain results: one hundred percent sure, results within days, works for "
                 "everyone, forever",
                 "I can't promise results: they differ from person to person."),
+    "fraud": ("fake or copied goods: a replica or knockoff of a famous brand, a forged receipt, invoice or "
+              "certificate, paid reviews, dodging tax or customs",
+              "Sorry, I can't help with that: we only sell genuine goods, with real receipts and honest reviews."),
 }
 CALL_TO_ACTION = "end the answer by inviting the viewer to tap the link or card and buy"
 SKILL_CORRECTION = "a reply instruction set must be loaded before answering; load the one that fits"
