@@ -189,3 +189,15 @@ def refusal_kind(text: str, stem: Callable[[str], str], stop: set[str], threshol
         scores = [len(q & ({stem(w) for w in _WORD.findall(d)} - stop)) / max(len(q), 1) for d in descriptions]
     best = max(range(len(kinds)), key=lambda i: scores[i])
     return kinds[best] if scores[best] >= threshold else None
+
+
+def warm_up() -> None:
+    """Embed the labelled intent examples and the descriptions of needs, replies and refusal reasons
+    once, before the first request: several hundred texts would otherwise be embedded by whichever
+    request needs them first (seconds on a CPU)."""
+    from livehost.understanding import embed
+
+    if embed.available():
+        texts = [t for _, t in _intent_examples()] + list(NEEDS.values()) + list(REPLIES.values()) + [
+            description for description, _ in REFUSAL_KINDS.values()] + [CALL_TO_ACTION, SKILL_CORRECTION]
+        embed.embed(texts, embed.backend())

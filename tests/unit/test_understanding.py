@@ -212,3 +212,15 @@ def test_a_count_of_parts_is_said_as_a_count() -> None:
 def test_a_declined_comment_hears_why(harness: Harness, text: str, says: str) -> None:
     out = (run_loop(decide, harness, case(text)).reply or "").lower()
     assert says in out, out
+
+
+def test_warm_up_embeds_every_labelled_intent_example_before_the_first_request(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from livehost.understanding import choice, embed
+
+    seen: list[str] = []
+    monkeypatch.setattr(embed, "available", lambda: True)
+    monkeypatch.setattr(embed, "embed", lambda texts, name=None: seen.extend(texts))
+    choice.warm_up()
+    assert {t for _, t in choice._intent_examples()} <= set(seen)
+    assert set(choice.NEEDS.values()) <= set(seen)

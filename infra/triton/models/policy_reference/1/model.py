@@ -44,11 +44,12 @@ class TritonPythonModel:
     def initialize(self, args):  # type: ignore[no-untyped-def]
         self.logger = pb_utils.Logger
         # load the understanding models (embeddings, screening classifier) before the first request
-        from livehost.understanding import embed, screening
+        from livehost.understanding import choice, embed, screening
 
         screening.model()
         if embed.available():
             embed.embed(["warm up"])
+            choice.warm_up()  # the labelled intent examples and the needs' descriptions
 
     def execute(self, requests):  # type: ignore[no-untyped-def]
         final = pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL
