@@ -26,7 +26,7 @@ from typing import Any
 
 import jsonschema
 
-from livehost.understanding import choice, embed
+from livehost.understanding import choice, compare, embed
 from livehost.understanding.facts import (
     Fact,
     attribute_facts,
@@ -650,6 +650,11 @@ class _Decider:
         bare = re.fullmatch(r"\W*(\d{1,3})\W*", low)
         if bare and int(bare.group(1)) in lineup:  # a comment that is only a number: that link
             found.append((0, int(bare.group(1))))
+        compared = compare.asked(text)
+        pair = re.search(r"\b(\d{1,2})\s*(?:or|vs\.?|versus|and|&|和|还是)\s*(?:link\s*)?(\d{1,2})\b", low)
+        if compared and pair and not found and {int(pair.group(1)), int(pair.group(2))} <= set(lineup):
+            # "which one is lighter, 1 or 2?": two numbers of the lineup compared are its links
+            found += [(pair.start(1), int(pair.group(1))), (pair.start(2), int(pair.group(2)))]
         if lineup:
             # "the last one?" is the lineup's last link; "last one smelled like …" is one the viewer had before
             for m in re.finditer(r"\b(?:the\s+)?last\s+(?:one|link|item|product)\b(?!\s+(?:i\b|we\b|was\b|were\b"
@@ -674,6 +679,9 @@ class _Decider:
                       for w in stems(str(x.get("title") or "")) if w not in _GENERIC} - prev_title
             if not others & stems(expand_shorthand(text)):
                 found.append((earlier.start(), prev))
+                cur = self.room.get("current_link")
+                if compared and isinstance(cur, int) and cur != prev:
+                    found.append((earlier.start() + 1, cur))  # "the one before or this one, which is lighter"
         # "41号" is a link in Chinese, and a size too: a number the lineup lacks but the product on screen
         # has as a variant row ("size 41") is that variant, not a link
         rows = set(_variant_row_keys((self.product or {}).get("attributes") or {}))
@@ -904,6 +912,8 @@ class _Decider:
                 if stems(str(key)) - set(_UNIT_SUFFIX) & self.text_stems:
                     names.append("attribute")
                     break
+        if not names and compare.asked(self.text):
+            return ["general"]  # "which one is lighter?": a question about the products' data
         if not names:
             near = self._near_intent(self.text)
             if near is not None and near != "chit_chat":
@@ -1491,6 +1501,14 @@ class _Decider:
             if len(options) > 1:
                 out.append((f"Which one do you mean: {', '.join(options[:-1])} or {options[-1]}?", True, 0))
                 return out
+
+        measure = compare.asked(self.text) if "refusal" not in intents and len(self.links) > 1 else None
+        if measure is not None:
+            products = [(lk, str(f.get("title") or f"link {lk}"), f) for lk in self.links[:2]
+                        if (f := self.product_facts(lk)) is not None and f.get("link") == lk]
+            said = compare.answer(measure, products)
+            if said is not None:
+                return [(said, True, 0)]
 
         if self.named_target() and self.clarify and "refusal" not in intents:
             options = [f"link {link}, the {title}" for link, title in self.clarify]

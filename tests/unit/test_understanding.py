@@ -224,3 +224,18 @@ def test_warm_up_embeds_every_labelled_intent_example_before_the_first_request(
     choice.warm_up()
     assert {t for _, t in choice._intent_examples()} <= set(seen)
     assert set(choice.NEEDS.values()) <= set(seen)
+
+
+def test_a_comparison_names_the_winner_with_both_figures(harness: Harness) -> None:
+    out = reply(harness, "which one is cheaper, 2 or 3?")
+    assert "link 3" in out.lower() and "cheaper" in out and "88" in out and "150" in out
+    c = case("刚才那个和这个哪个更便宜", current=1)
+    c["room"] = {**c["room"], "previous_link": 2}
+    out = run_loop(decide, harness, c).reply or ""
+    assert "link 2" in out.lower() and "150" in out and "520" in out
+    heavy = [dict(i, attributes={**i["attributes"], "weight_kg": w}) for i, w in zip(CATALOG, (1.2, 0.4, 0.6),
+                                                                                     strict=True)]
+    c = case("is link 1 lighter than link 3?")
+    c["catalog"] = heavy
+    out = run_loop(decide, harness, c).reply or ""
+    assert "link 3" in out.lower() and "lighter" in out and "0.6 kg" in out and "1.2 kg" in out
