@@ -592,7 +592,8 @@ class _Decider:
         texts = [str(c.get("text", "")) for c in self.ctx.get("comments") or [] if isinstance(c, dict)]
         if len(texts) < 2:
             found = self._links_in(self.text)
-            if not found and (asks_total(self.text) or _PRICE_ASK_RE.search(expand_shorthand(self.text))):
+            if not found and (asks_total(self.text) or _PRICE_ASK_RE.search(expand_shorthand(self.text))
+                              or compare.asked(self.text)):
                 # "the pan + the kettle, total?": each item named by a title of the lineup
                 self.items = self._named_items()
                 found = list(self.items)[:2] if len(self.items) > 1 else []
