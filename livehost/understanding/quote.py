@@ -47,8 +47,9 @@ AFTER_COUPON_RE = re.compile(
 # "per bag", "each", "a piece", "单价", "一袋合", "每支": the price of one unit of a pack
 _PER_EN_RE = re.compile(r"\b(?:per|each|a|one|every|single)\s+([a-z]+)\b"
                         r"|\bhow much (?:is |are |for )?(?:it |they )?each\b|\bunit price\b|\beach\s*\?")
+# ... and not "一包多少卡 / 多少克": a measure of one unit (calories, grams), not its price
 _PER_ZH_RE = re.compile(rf"(?:[一每单]|平均)\s*([{''.join(ZH_CLASSIFIERS)}])\s*(?:合|算|是|多少|几|价|要)"
-                        r"|单价|平均")
+                        r"(?!\s*(?:卡|大卡|千卡|克|毫升|ml|g|kcal|cal|热量|片|粒|根))|单价|平均")
 # words of a count in a title or an attribute key ("(30 bags)", "3-pack", "pack_of", "12支装")
 _COUNT_WORDS = {"pack", "pc", "pcs", "piece", "pieces", "count", "ct", "bag", "bags", "sachet", "sachets",
                 "pod", "pods", "bottle", "bottles", "can", "cans", "roll", "rolls", "sheet", "sheets", "pair",

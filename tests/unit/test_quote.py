@@ -39,6 +39,8 @@ def test_after_coupon_and_per_unit_questions() -> None:
     assert per_unit_asked("how much per bag") == (True, "bag")
     assert per_unit_asked("how much each?") == (True, None)
     assert per_unit_asked("how much is it?") == (False, None)
+    assert per_unit_asked("一包多少卡") == (False, None)  # calories of one pack, not its price
+    assert per_unit_asked("每包多少克") == (False, None)
 
 
 def test_pack_count_reads_title_and_attributes_not_measures() -> None:
