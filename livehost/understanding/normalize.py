@@ -101,6 +101,7 @@ GLOSSARY: dict[str, str] = {
     "哪里产": "origin made in", "保质期": "shelf life", "年份": "year", "保存": "keep store", "适合": "suitable for",
     "敏感肌": "sensitive skin", "皮肤": "skin", "电磁炉": "induction", "洗碗机": "dishwasher",
     "微波炉": "microwave", "飞机": "plane airline flight", "保温": "keep warm", "缩水": "shrink",
+    "素的": "vegan vegetarian", "吃素": "vegan vegetarian",
     "掉色": "colour fade", "味道": "smell taste", "保修": "warranty", "质保": "warranty", "年龄": "age",
     "宝宝": "baby kid", "幼猫": "kitten", "小奶猫": "kitten", "成猫": "adult cat", "幼犬": "puppy",
     "能吃": "can eat", "调节": "adjust adjustable", "可调": "adjustable", "孩子": "kid child", "小孩": "kid child",
