@@ -9,15 +9,7 @@ from __future__ import annotations
 import sys
 
 from livehost.config import REPO_ROOT
-from livehost.eval.cases import (
-    DEV_WILD2_PATH,
-    DEV_WILD3_PATH,
-    DEV_WILD4_PATH,
-    DEV_WILD_PATH,
-    DEVSET_PATH,
-    HOLDOUT_PATH,
-    load_cases,
-)
+from livehost.eval.cases import DEVSET_PATH, HAND_WRITTEN_DEV, HOLDOUT_PATH, load_cases
 from livehost.harness.loader import load
 from livehost.sim.split import TESTSET_PATH, reworded_variant
 from livehost.understanding.splitbench import measure
@@ -27,9 +19,7 @@ def main() -> None:
     harness = load(REPO_ROOT / (sys.argv[1] if len(sys.argv) > 1 and not sys.argv[1].startswith("-")
                                 else "harness/default"))
     splits = {"dev": measure(harness, load_cases(DEVSET_PATH))}
-    for name, path in (("dev-wild", DEV_WILD_PATH), ("dev-wild2", DEV_WILD2_PATH), ("dev-wild3", DEV_WILD3_PATH),
-                       ("dev-wild4", DEV_WILD4_PATH),
-                       ("test", TESTSET_PATH), ("held-out", HOLDOUT_PATH)):
+    for name, path in {**HAND_WRITTEN_DEV, "test": TESTSET_PATH, "held-out": HOLDOUT_PATH}.items():
         if path.exists():
             splits[name] = measure(harness, load_cases(path))
     test = splits["test"]
@@ -58,7 +48,7 @@ def main() -> None:
             print(f"variant {seed}: test accuracy {variant.accuracy:.1f}%, retention {kept[-1]:.3f}")
         print(f"test-split pass retention over {n} reworded opaque harnesses: {sum(kept) / len(kept):.3f}")
     if "--failures" in sys.argv:  # the dev splits only: the test and held-out splits are measured, not read
-        for name in ("dev", "dev-wild", "dev-wild2", "dev-wild3", "dev-wild4"):
+        for name in ("dev", *HAND_WRITTEN_DEV):
             for cid, reply in splits[name].failures if name in splits else []:
                 print(f"FAIL {name} {cid}: {reply!r}")
 

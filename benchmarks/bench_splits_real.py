@@ -11,15 +11,7 @@ import time
 from pathlib import Path
 
 from livehost.config import REPO_ROOT, Settings
-from livehost.eval.cases import (
-    DEV_WILD2_PATH,
-    DEV_WILD3_PATH,
-    DEV_WILD4_PATH,
-    DEV_WILD_PATH,
-    DEVSET_PATH,
-    HOLDOUT_PATH,
-    load_cases,
-)
+from livehost.eval.cases import DEVSET_PATH, HAND_WRITTEN_DEV, HOLDOUT_PATH, load_cases
 from livehost.eval.judge import DeterministicJudge
 from livehost.runner.core import run_file
 from livehost.runner.expect import check
@@ -33,9 +25,8 @@ def main() -> None:
             running_triton(tmp / "triton", REPO_ROOT / "infra/triton/models", timeout=180) as url:
         settings = Settings(postgres_dsn=dsn, triton_url=url)
         judge = DeterministicJudge()
-        for name, path in (("dev", DEVSET_PATH), ("dev-wild", DEV_WILD_PATH), ("dev-wild2", DEV_WILD2_PATH),
-                           ("dev-wild3", DEV_WILD3_PATH), ("dev-wild4", DEV_WILD4_PATH), ("test", TESTSET_PATH),
-                           ("held-out", HOLDOUT_PATH)):
+        splits = {"dev": DEVSET_PATH, **HAND_WRITTEN_DEV, "test": TESTSET_PATH, "held-out": HOLDOUT_PATH}
+        for name, path in splits.items():
             if not path.exists():
                 continue
             t0 = time.time()

@@ -29,6 +29,9 @@ DEV_WILD3_PATH = REPO_ROOT / "eval" / "dev" / "wild3.jsonl"
 # a fourth batch: the catalog's facts asked in other words (synonyms, comparisons, "this"), per-variant stock
 DEV_WILD4_PATH = REPO_ROOT / "eval" / "dev" / "wild4.jsonl"
 HOLDOUT_PATH = REPO_ROOT / "eval" / "holdout" / "wild.jsonl"
+# the hand-written dev batches by the name the split benchmarks print them under
+HAND_WRITTEN_DEV = {"dev-wild": DEV_WILD_PATH, "dev-wild2": DEV_WILD2_PATH, "dev-wild3": DEV_WILD3_PATH,
+                    "dev-wild4": DEV_WILD4_PATH}
 
 
 class CaseFileError(ValueError):

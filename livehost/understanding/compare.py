@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from livehost.understanding.facts import fmt, humanise_key
+from livehost.understanding.facts import currency_word, fmt, humanise_key
 
 
 @dataclass(frozen=True)
@@ -62,7 +62,8 @@ def value(measure: Measure, facts: dict[str, Any]) -> tuple[float, str] | None:
     """(comparable number, how it is said) of the measure in a product's data."""
     if measure.labels == ("price",):
         price = facts.get("price")
-        return (float(price), f"{fmt(price)} yuan") if isinstance(price, int | float) else None
+        said = f"{fmt(price)} {currency_word(facts.get('currency') or 'CNY')}"
+        return (float(price), said) if isinstance(price, int | float) else None
     numeric = [(humanise_key(str(k)), v) for k, v in (facts.get("attributes") or {}).items()
                if isinstance(v, int | float) and not isinstance(v, bool)]
     # a key that names the measure ("weight_g") first, then one in a unit only that measure has ("net_kg")

@@ -26,6 +26,14 @@ UNIT_NAMES = {"mm": "millimetres", "cm": "centimetres", "m": "metres", "g": "gra
               "inches": "inches", "gsm": "grams per square metre", "V": "volts", "minutes": "minutes",
               "days": "days", "weeks": "weeks", "months": "months", "years": "years", "kW": "kilowatts",
               "Pa": "pascals", "dB": "decibels", "lumens": "lumens"}
+CURRENCY_WORDS = {"CNY": "yuan", "RMB": "yuan", "USD": "dollars", "EUR": "euros", "GBP": "pounds", "JPY": "yen"}
+
+
+def currency_word(code: Any) -> str:
+    """How a price's currency is said ("CNY" → "yuan"); an unknown code is said as it is."""
+    return CURRENCY_WORDS.get(str(code).upper(), str(code))
+
+
 # words of a data schema (not of viewers) that mark a table of units left
 COUNT_WORDS = ("stock", "inventory", "units", "qty", "quantity", "left", "available")
 VARIANT_DIMENSIONS = {"size", "sizes", "colour", "colours", "color", "colors", "shade", "shades", "variant",

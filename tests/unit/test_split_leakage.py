@@ -69,15 +69,15 @@ def test_test_products_are_not_dev_products() -> None:
 
 
 def test_hand_written_dev_and_held_out_cases_validate_and_cover_every_category() -> None:
-    from livehost.eval.cases import DEV_WILD2_PATH, DEV_WILD3_PATH, DEV_WILD4_PATH, DEV_WILD_PATH, HOLDOUT_PATH
+    from livehost.eval.cases import DEV_WILD3_PATH, DEV_WILD4_PATH, HAND_WRITTEN_DEV, HOLDOUT_PATH
 
-    for path in (DEV_WILD_PATH, DEV_WILD2_PATH, DEV_WILD3_PATH, DEV_WILD4_PATH, HOLDOUT_PATH):
+    for path in (*HAND_WRITTEN_DEV.values(), HOLDOUT_PATH):
         cases = load_cases(path)  # schema-valid
         assert len({c["id"] for c in cases}) == len(cases) >= 100
         # every category, but the third and fourth dev batches aim at the categories the test split fails most
         targeted = {"product_question", "inventory", "promotion", "multi_intent", "injection", "compliance"}
         assert {c["category"] for c in cases} >= (targeted if path in (DEV_WILD3_PATH, DEV_WILD4_PATH)
                                                   else set(CATEGORIES))
-    dev_products = {i["title"] for c in load_cases(DEV_WILD_PATH) for i in c["catalog"]}
+    dev_products = {i["title"] for p in HAND_WRITTEN_DEV.values() for c in load_cases(p) for i in c["catalog"]}
     held_products = {i["title"] for c in load_cases(HOLDOUT_PATH) for i in c["catalog"]}
     assert not dev_products & held_products  # the held-out set sells its own products

@@ -229,7 +229,7 @@ def test_warm_up_embeds_every_labelled_intent_example_before_the_first_request(
 def test_a_comparison_names_the_winner_with_both_figures(harness: Harness) -> None:
     out = reply(harness, "which one is cheaper, 2 or 3?")
     assert "link 3" in reply(harness, "the wrap or the tote, which is cheaper?").lower()
-    assert "link 3" in out.lower() and "cheaper" in out and "88" in out and "150" in out
+    assert "link 3" in out.lower() and "cheaper" in out and "88 yuan" in out and "150 yuan" in out
     c = case("刚才那个和这个哪个更便宜", current=1)
     c["room"] = {**c["room"], "previous_link": 2}
     out = run_loop(decide, harness, c).reply or ""
