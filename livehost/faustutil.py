@@ -257,6 +257,68 @@ def _patch_faust_table_start() -> None:
     TableManager._livehost_no_pause = True  # type: ignore[attr-defined]
 
 
+def _patch_faust_put_back_unhanded() -> None:
+    """Records the client fetched but Faust did not hand on are put back: their partition is sought to
+    the first of them, so they are fetched again.
+
+    Faust's ``Consumer.getmany`` drops, without a trace, the records of a fetch that returns while its
+    flow is stopped (a rebalance under way), or that belong to a partition it has paused meanwhile, or
+    that were left when the generation changed mid-batch. Faust then seeks the *stream* partitions back
+    to their committed offsets, but nothing seeks a table's changelog partitions back: their records were
+    consumed and gone, and the table recovery waited for them for ever (Faust logs "No event received
+    for active tp ... since recovery start"). Measured on the hooks worker that survives the SIGKILL of
+    its one peer: a fetch started before the rebalance returned the changelog records just after the
+    recovery had sought to their start and before it resumed the flow, in 1 of 3 to 1 of 4 runs; the
+    survivor then never resumed its streams and 24 of 36 comments got no outcome.
+
+    A partition is sought back only if nothing else moved it since (its position is still just past the
+    fetched batch): a seek by the recovery or by Faust's own seek-to-committed wins."""
+    from faust.transport.consumer import Consumer
+
+    if getattr(Consumer, "_livehost_put_back", False):
+        return
+    wait_next_records = Consumer._wait_next_records
+    getmany = Consumer.getmany
+
+    async def _wait_next_records(self: Any, timeout: float) -> Any:
+        records, active = await wait_next_records(self, timeout)
+        self._livehost_batch = records
+        return records, active
+
+    def put_back(self: Any, batch: Any, handed: dict[Any, int]) -> None:
+        thread = getattr(self, "_thread", None)
+        client = getattr(thread, "_consumer", None)
+        if client is None:  # not the aiokafka driver, or stopped
+            return
+        subscription = client._subscription
+        for tp, records in batch.items():
+            rest = [r for r in records if r.offset > handed.get(tp, -1)]
+            if not rest or not subscription.is_assigned(tp):
+                continue
+            state = subscription.subscription.assignment.state_value(tp)
+            if state is None or not state.has_valid_position or state.position != records[-1].offset + 1:
+                continue  # sought since the fetch: that seek decides where reading goes on
+            log.info("putting back %d records of %s[%d] that Faust did not hand on (from offset %d)",
+                     len(rest), tp.topic, tp.partition, rest[0].offset)
+            client.seek(tp, rest[0].offset)
+
+    async def getmany_(self: Any, timeout: float) -> Any:
+        handed: dict[Any, int] = {}
+        self._livehost_batch = None
+        try:
+            async for tp, message in getmany(self, timeout):
+                handed[tp] = message.offset
+                yield tp, message
+        finally:
+            batch, self._livehost_batch = self._livehost_batch, None
+            if batch:
+                put_back(self, batch, handed)
+
+    Consumer._wait_next_records = _wait_next_records  # type: ignore[method-assign]
+    Consumer.getmany = getmany_  # type: ignore[method-assign]
+    Consumer._livehost_put_back = True  # type: ignore[attr-defined]
+
+
 def make_app(app_id: str, settings: Settings, *, exactly_once: bool = False, **overrides: Any) -> faust.App:
     """A Faust app with LiveHost's settings; ``exactly_once`` is the processor's choice of Faust's
     exactly_once guarantee (transactions per source partition), which ``kafka_transactions`` can veto."""
@@ -265,6 +327,7 @@ def make_app(app_id: str, settings: Settings, *, exactly_once: bool = False, **o
     _patch_faust_untracked_acks()
     _patch_faust_seek_before_resume()
     _patch_faust_table_start()
+    _patch_faust_put_back_unhanded()
     _patch_faust_clients(max(settings.kafka_fetch_max_wait_ms, 10),
                          read_committed=not tansu, idempotent=settings.kafka_enable_idempotence and not tansu,
                          instance_id=group_instance_id(settings, app_id))
