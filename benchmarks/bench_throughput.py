@@ -45,6 +45,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer  # noqa: E402
+from aiokafka.codec import lz4_encode as lz4_compress  # noqa: E402
 
 from livehost import codec, topics  # noqa: E402
 from livehost.agent.state import new_state  # noqa: E402
@@ -52,7 +53,15 @@ from livehost.commerce.store import DEMO_CATALOG_PATH, CommerceStore  # noqa: E4
 from livehost.config import REPO_ROOT, Settings  # noqa: E402
 from livehost.db import connect_pool, migrate  # noqa: E402
 from livehost.demo.runner import open_rooms  # noqa: E402
-from livehost.kafka import ConsumerLoop, Producer, client_options, consumer_options, ensure_topics, now_ms  # noqa: E402
+from livehost.kafka import (  # noqa: E402
+    ConsumerLoop,
+    Producer,
+    client_options,
+    consumer_options,
+    ensure_topics,
+    now_ms,
+    producer_options,
+)
 from livehost.stack import kafka  # noqa: E402
 from livehost.stack.testing import running_broker, running_postgres, running_triton  # noqa: E402
 from livehost.supervisor import Supervisor  # noqa: E402
@@ -86,6 +95,41 @@ def cpu_seconds(pid: int) -> float:
     except OSError:
         return 0.0
     return (int(fields[11]) + int(fields[12]) + int(fields[13]) + int(fields[14])) / TICK
+
+
+def _children() -> dict[int, list[int]]:
+    out: dict[int, list[int]] = {}
+    for p in Path("/proc").iterdir():
+        if p.name.isdigit():
+            try:
+                ppid = int((p / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            out.setdefault(ppid, []).append(int(p.name))
+    return out
+
+
+def _parent(pid: int) -> int:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+def tree_cpu_seconds(pids: list[int]) -> float:
+    """CPU of the processes and all their live descendants. A process's own figure counts only the
+    children it has reaped, so Triton's Python-backend stubs (where the reference policy runs) and
+    PostgreSQL's backends were missing from the per-process table until 2026-12-02."""
+    children = _children()
+    total, todo, seen = 0.0, list(pids), set()
+    while todo:
+        pid = todo.pop()
+        if pid in seen:
+            continue
+        seen.add(pid)
+        total += cpu_seconds(pid)
+        todo.extend(children.get(pid, []))
+    return total
 
 
 def pids_matching(text: str) -> list[int]:
@@ -124,6 +168,7 @@ class Collector:
         self.settings = settings
         self.by_prefix: dict[str, Step] = {}
         self.sizes: list[int] = []
+        self.lz4_sizes: list[int] = []
         self.hops: list[int] = []
         self._task: asyncio.Task[None] | None = None
 
@@ -150,6 +195,8 @@ class Collector:
                         continue  # the floor copies what a served request costs
                     kinds = [s["kind"] for s in state["steps"]]
                     self.sizes.append(len(rec.value))
+                    if len(self.lz4_sizes) < 200:  # what the producers' lz4 batch compression makes of it
+                        self.lz4_sizes.append(len(lz4_compress(rec.value)))
                     # Kafka records of this request: comment, requests, prompts, actions, tool calls/results, reply
                     n_prompt, n_tool = kinds.count("prompt"), kinds.count("tool_call")
                     self.hops.append(2 + 2 * n_prompt + kinds.count("action") + n_tool)
@@ -249,7 +296,7 @@ async def run_steps(settings: Settings, rooms: list[str], rates: list[int], seco
                     procs: dict[str, list[int]], drain_s: float) -> list[dict[str, Any]]:
     collector = Collector(settings)
     await collector.start()
-    producer = AIOKafkaProducer(**client_options(settings), acks="all", linger_ms=5)
+    producer = AIOKafkaProducer(**client_options(settings), **producer_options(settings), acks="all", linger_ms=5)
     await producer.start()
     rows = []
     try:
@@ -257,14 +304,14 @@ async def run_steps(settings: Settings, rooms: list[str], rates: list[int], seco
             step = Step(rate)
             prefix = f"s{i}x{uuid.uuid4().hex[:6]}"
             collector.by_prefix[prefix] = step
-            before = {k: sum(cpu_seconds(p) for p in pids) for k, pids in procs.items()}
+            before = {k: tree_cpu_seconds(pids) for k, pids in procs.items()}
             t0 = time.monotonic()
             await offer(producer, step, prefix, rooms, seconds)
             deadline = time.monotonic() + drain_s
             while time.monotonic() < deadline and len(step.outcomes) < step.sent:  # noqa: ASYNC110
                 await asyncio.sleep(0.25)
             step.wall_s = time.monotonic() - t0
-            step.cpu = {k: sum(cpu_seconds(p) for p in pids) - before[k] for k, pids in procs.items()}
+            step.cpu = {k: tree_cpu_seconds(pids) - before[k] for k, pids in procs.items()}
             row = summarise(step, seconds)
             rows.append(row)
             print(f"  {rate}/s: sent {step.sent}, outcomes {len(step.outcomes)} {row['outcomes']}, "
@@ -278,7 +325,8 @@ async def run_steps(settings: Settings, rooms: list[str], rates: list[int], seco
         await producer.stop()
         await collector.stop()
     if collector.sizes:
-        print(f"  served reply record size mean {statistics.fmean(collector.sizes):.0f} B, "
+        lz4 = f" ({statistics.fmean(collector.lz4_sizes):.0f} B lz4-compressed)" if collector.lz4_sizes else ""
+        print(f"  served reply record size mean {statistics.fmean(collector.sizes):.0f} B{lz4}, "
               f"Kafka hops per request mean {statistics.fmean(collector.hops):.1f}")
     rows_meta = {"size": int(statistics.fmean(collector.sizes)) if collector.sizes else 1500,
                  "hops": round(statistics.fmean(collector.hops)) if collector.hops else 8}
@@ -347,7 +395,7 @@ async def floor_drive(settings: Settings, hop_topics: list[Topic], size: int, ra
     consumer = AIOKafkaConsumer(hop_topics[-1].name, **consumer_options(settings),
                                 group_id=f"floor-sink-{uuid.uuid4().hex[:6]}", auto_offset_reset="earliest")
     await consumer.start()
-    producer = AIOKafkaProducer(**client_options(settings), acks="all", linger_ms=1)
+    producer = AIOKafkaProducer(**client_options(settings), **producer_options(settings), acks="all", linger_ms=1)
     await producer.start()
     got: dict[str, float] = {}
 
@@ -454,7 +502,11 @@ def run_livehost(root: Path, base_env: dict[str, str], bootstrap: str, broker_pi
                 procs.setdefault(name, []).append(proc.pid)
         triton = pids_matching("tritonserver")[:1]
         if triton:
-            procs["triton"] = triton
+            procs["triton"] = triton  # with its Python-backend stubs (tree_cpu_seconds)
+        pg_dir = str(root / "postgres")
+        postgres = [p for p in pids_matching(pg_dir) if _parent(p) not in pids_matching(pg_dir)]
+        if postgres:
+            procs["postgres"] = postgres[:1]  # the postmaster and its backends
         time.sleep(3)
         # warm-up: every room's first request loads its caches
         asyncio.run(run_steps(settings, rooms, [min(20, max(args.rates))], 5, procs, 20))

@@ -21,7 +21,7 @@ from faust.transport.drivers import aiokafka as faust_aiokafka
 
 from livehost import codec
 from livehost.config import Settings, state_dir
-from livehost.kafka import group_instance_id, now_ms
+from livehost.kafka import group_instance_id, now_ms, producer_options
 from livehost.topics import DEAD_LETTER, Topic
 
 log = logging.getLogger(__name__)
@@ -341,6 +341,7 @@ def make_app(app_id: str, settings: Settings, *, exactly_once: bool = False, **o
         broker_heartbeat_interval=settings.kafka_heartbeat_interval_ms / 1000,
         consumer_auto_offset_reset="earliest",
         producer_linger_ms=0,
+        producer_compression_type=producer_options(settings)["compression_type"],
         web_enabled=False,
         datadir=str(datadir),  # not the current directory
         topic_allow_declare=False,  # topics are declared once (livehost.topics) and created at start-up

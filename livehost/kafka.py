@@ -70,6 +70,17 @@ def client_options(settings: Settings) -> dict[str, Any]:
     return out
 
 
+COMPRESSION_TYPES = ("none", "gzip", "snappy", "lz4", "zstd")
+
+
+def producer_options(settings: Settings) -> dict[str, Any]:
+    """Options every LiveHost producer shares on top of client_options: batch compression."""
+    kind = settings.kafka_compression_type
+    if kind not in COMPRESSION_TYPES:
+        raise ValueError(f"kafka_compression_type {kind!r} is not one of {', '.join(COMPRESSION_TYPES)}")
+    return {"compression_type": None if kind == "none" or settings.kafka_flavour == "tansu" else kind}
+
+
 def consumer_options(settings: Settings) -> dict[str, Any]:
     """Options of every LiveHost consumer.
 
@@ -197,7 +208,7 @@ class Producer:
     async def start(self) -> None:
         for delay in backoff_delays(self._settings.connect_backoff_initial_s, self._settings.connect_backoff_max_s):
             producer = AIOKafkaProducer(
-                **client_options(self._settings),
+                **client_options(self._settings), **producer_options(self._settings),
                 client_id=self._settings.kafka_client_id,
                 acks="all",
                 linger_ms=1,
@@ -346,7 +357,8 @@ class ConsumerLoop:
         txn: AIOKafkaProducer | None = None
         if self.in_transactions:
             txn = await self._start_client(lambda: AIOKafkaProducer(
-                **client_options(self.settings), client_id=f"{self.settings.kafka_client_id}-{self.group_id}-txn",
+                **client_options(self.settings), **producer_options(self.settings),
+                client_id=f"{self.settings.kafka_client_id}-{self.group_id}-txn",
                 transactional_id=transactional_id(self.settings, self.group_id),
                 transaction_timeout_ms=self.settings.kafka_transaction_timeout_ms, linger_ms=1,
             ), "transactional producer")

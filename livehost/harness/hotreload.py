@@ -40,7 +40,7 @@ from livehost.config import Settings
 from livehost.harness.loader import from_dict
 from livehost.harness.model import Harness
 from livehost.harness.registry import GLOBAL, Registry, arm_target, room_target
-from livehost.kafka import client_options, consumer_options
+from livehost.kafka import client_options, consumer_options, producer_options
 from livehost.retry import backoff_delays
 from livehost.topics import HARNESS_EVENTS
 
@@ -72,7 +72,8 @@ class KafkaHarnessPublisher:
         self._producer: AIOKafkaProducer | None = None
 
     async def start(self, timeout_s: float = 10.0) -> None:
-        producer = AIOKafkaProducer(**client_options(self.settings), client_id=self.client_id, acks="all",
+        producer = AIOKafkaProducer(**client_options(self.settings), **producer_options(self.settings),
+                                    client_id=self.client_id, acks="all",
                                     enable_idempotence=self.settings.kafka_enable_idempotence,
                                     linger_ms=0, request_timeout_ms=int(timeout_s * 1000))
         try:
