@@ -257,6 +257,26 @@ def _patch_faust_table_start() -> None:
     TableManager._livehost_no_pause = True  # type: ignore[attr-defined]
 
 
+def put_back_unhanded(client: Any, batch: Any, handed: dict[Any, int]) -> list[tuple[Any, int]]:
+    """Seek each partition of ``batch`` (records per partition, as an aiokafka client returned them)
+    back to its first record past ``handed`` (the last offset handed on per partition), unless the
+    partition was unassigned or moved since the fetch. Returns the (partition, offset) seeks made."""
+    subscription = client._subscription
+    done = []
+    for tp, records in batch.items():
+        rest = [r for r in records if r.offset > handed.get(tp, -1)]
+        if not rest or not subscription.is_assigned(tp):
+            continue
+        state = subscription.subscription.assignment.state_value(tp)
+        if state is None or not state.has_valid_position or state.position != records[-1].offset + 1:
+            continue  # sought since the fetch: that seek decides where reading goes on
+        log.info("putting back %d records of %s[%d] that Faust did not hand on (from offset %d)",
+                 len(rest), tp.topic, tp.partition, rest[0].offset)
+        client.seek(tp, rest[0].offset)
+        done.append((tp, rest[0].offset))
+    return done
+
+
 def _patch_faust_put_back_unhanded() -> None:
     """Records the client fetched but Faust did not hand on are put back: their partition is sought to
     the first of them, so they are fetched again.
@@ -285,23 +305,6 @@ def _patch_faust_put_back_unhanded() -> None:
         self._livehost_batch = records
         return records, active
 
-    def put_back(self: Any, batch: Any, handed: dict[Any, int]) -> None:
-        thread = getattr(self, "_thread", None)
-        client = getattr(thread, "_consumer", None)
-        if client is None:  # not the aiokafka driver, or stopped
-            return
-        subscription = client._subscription
-        for tp, records in batch.items():
-            rest = [r for r in records if r.offset > handed.get(tp, -1)]
-            if not rest or not subscription.is_assigned(tp):
-                continue
-            state = subscription.subscription.assignment.state_value(tp)
-            if state is None or not state.has_valid_position or state.position != records[-1].offset + 1:
-                continue  # sought since the fetch: that seek decides where reading goes on
-            log.info("putting back %d records of %s[%d] that Faust did not hand on (from offset %d)",
-                     len(rest), tp.topic, tp.partition, rest[0].offset)
-            client.seek(tp, rest[0].offset)
-
     async def getmany_(self: Any, timeout: float) -> Any:
         handed: dict[Any, int] = {}
         self._livehost_batch = None
@@ -311,8 +314,9 @@ def _patch_faust_put_back_unhanded() -> None:
                 yield tp, message
         finally:
             batch, self._livehost_batch = self._livehost_batch, None
-            if batch:
-                put_back(self, batch, handed)
+            client = getattr(getattr(self, "_thread", None), "_consumer", None)
+            if batch and client is not None:  # the aiokafka driver, not stopped
+                put_back_unhanded(client, batch, handed)
 
     Consumer._wait_next_records = _wait_next_records  # type: ignore[method-assign]
     Consumer.getmany = getmany_  # type: ignore[method-assign]
