@@ -15,7 +15,9 @@ more than half their budget from release to outcome, and grows back while they a
 when the room's queue ahead of it, at the measured service time per request (a moving average of
 release-to-outcome), cannot finish within its time budget. A
 request released from a room queue is shed the same way when its remaining budget is shorter than
-the service time. So under overload requests are refused cheaply instead of expiring mid-flight.
+the service time. An optional latency target (``LIVEHOST_HOOKS_LATENCY_TARGET_MS``) takes the
+place of the budget in both checks when it is sooner, and sets what "slow" means for the in-flight
+limit. So under overload requests are refused cheaply instead of expiring mid-flight.
 Stale work is dropped, never queued forever: a queued request past its deadline is cancelled
 (outcome ``cancelled`` with the reason), so is a queued request about the previous product after a
 product switch, and on overflow the lowest-priority, oldest request is dropped. An in-flight
@@ -51,7 +53,7 @@ from livehost.react.loop import after_react_action
 from livehost.security.attest import Signer
 from livehost.security.ids import check_state_ids
 from livehost.topics import REPLIES, REQUESTS, TOOL_CALLS, Topic
-from services.hooks.settings import MAX_IN_FLIGHT
+from services.hooks.settings import LATENCY_TARGET_MS, MAX_IN_FLIGHT
 
 log = logging.getLogger(__name__)
 
@@ -159,7 +161,7 @@ class HooksHandler:
     def __init__(self, settings: Settings, harnesses: HarnessProvider, rooms: MutableMapping[str, Any],
                  queue_limit: int = QUEUE_LIMIT, abandon_grace_ms: int = ABANDON_GRACE_MS,
                  assigner: Assigner | None = None, signer: Signer | None = None,
-                 max_in_flight: int = MAX_IN_FLIGHT):
+                 max_in_flight: int = MAX_IN_FLIGHT, latency_target_ms: int = LATENCY_TARGET_MS):
         self._settings = settings
         self._harnesses = harnesses
         self._assigner = assigner
@@ -170,6 +172,7 @@ class HooksHandler:
         self.abandon_grace_ms = abandon_grace_ms
         self.max_in_flight = max(1, max_in_flight)
         self.limit = float(self.max_in_flight)  # the adaptive in-flight limit
+        self.latency_target_ms = max(0, latency_target_ms)  # 0: the time budget is the only limit
         self.service_ms = 0.0  # moving average of release-to-outcome time (0: nothing measured yet)
         self.service_samples = 0
         self.in_flight_count = 0
@@ -227,6 +230,14 @@ class HooksHandler:
             sched.in_flight = None
             self.in_flight_count -= 1
 
+    def _admission_deadline(self, state: dict[str, Any]) -> int:
+        """When the request must be answered by to be worth starting: its deadline, or sooner under a
+        latency target."""
+        deadline = int(state["deadline_ms"])
+        if self.latency_target_ms:
+            return min(deadline, int(state["created_ms"]) + self.latency_target_ms)
+        return deadline
+
     def _admit(self, state: dict[str, Any], now_ms: int) -> str | None:
         """Why a new request is shed before any work (None: admit it). Cheap: counters only."""
         sched = self.schedules.get(state["room_id"])
@@ -234,7 +245,7 @@ class HooksHandler:
         if not busy and self.in_flight_count >= int(self.limit):
             return f"{SHED}system overloaded ({self.in_flight_count} requests in flight)"
         ahead = (1 if busy else 0) + (len(sched.queue) if sched is not None else 0)
-        remaining = int(state["deadline_ms"]) - now_ms
+        remaining = self._admission_deadline(state) - now_ms
         # Only with work ahead in the room: a request that would start at once is admitted whatever the
         # estimate says. The estimate is learnt from admitted requests only, so shedding those too could
         # never correct a stale one (measured: three slow first requests at start-up, 9.2 s each, then
@@ -255,8 +266,9 @@ class HooksHandler:
             if remaining < 0:
                 done.emits.append(self._cancel(q.state, "stale: waited in the room queue past its deadline", now_ms))
                 continue
-            if self.service_samples >= SERVICE_MIN_SAMPLES and self.service_ms > remaining:
-                done.emits.append(self._cancel(q.state, f"{SHED}{remaining} ms left in its budget, "
+            target_left = self._admission_deadline(q.state) - now_ms
+            if self.service_samples >= SERVICE_MIN_SAMPLES and self.service_ms > target_left:
+                done.emits.append(self._cancel(q.state, f"{SHED}{target_left} ms left in its budget, "
                                                         f"{self.service_ms:.0f} ms needed", now_ms))
                 continue
             self._start(sched, q.state, now_ms, done)
@@ -298,8 +310,11 @@ class HooksHandler:
             self.service_ms = took if not self.service_samples else \
                 (1 - SERVICE_EWMA_ALPHA) * self.service_ms + SERVICE_EWMA_ALPHA * took
             self.service_samples += 1
-            budget = int(sched.in_flight["deadline_ms"]) - int(sched.in_flight["created_ms"])
-            if took > TARGET_SHARE * budget:
+            if self.latency_target_ms:  # the part of the objective left after the merge window
+                slow = took > self.latency_target_ms - self._settings.merge_window_ms
+            else:
+                slow = took > TARGET_SHARE * (int(sched.in_flight["deadline_ms"]) - int(sched.in_flight["created_ms"]))
+            if slow:
                 self.limit = max(min(MIN_IN_FLIGHT, self.max_in_flight), self.limit * DECREASE)
             else:
                 self.limit = min(self.max_in_flight, self.limit + 1 / self.limit)

@@ -16,3 +16,9 @@ FLUSH_INTERVAL_S = 0.05  # how often merge windows are checked
 # Admission control: requests in flight over all rooms of a worker before new ones are shed at merge
 # time (services/hooks/handlers.py). By Little's law it bounds a request's queueing: in flight / rate.
 MAX_IN_FLIGHT = int(os.environ.get("LIVEHOST_HOOKS_MAX_IN_FLIGHT", "48"))
+# Latency objective of admission control, ms from a request's first comment (0: off, the harness's time
+# budget is the only limit). With it, a request that cannot finish by then is shed at merge time or
+# when its room frees, and the in-flight limit shrinks while requests take longer from release to
+# outcome than the target less the merge window: under overload the requests served stay fast and the
+# rest are refused early, instead of all answering late (README "Throughput and overload").
+LATENCY_TARGET_MS = int(os.environ.get("LIVEHOST_HOOKS_LATENCY_TARGET_MS", "0"))

@@ -107,3 +107,20 @@ async def test_a_stale_slow_estimate_never_sheds_a_request_that_would_start_at_o
     (fast,) = [r["state"] for r in started]
     await h.on_action(no_reply(fast), t1 + WINDOW + 500)
     assert h.service_ms < 9_200  # the estimate learns again
+
+
+async def test_a_latency_target_sheds_what_the_budget_alone_would_admit() -> None:
+    """Under a latency target, a queued request that cannot be answered by then is refused at merge
+    time, although its time budget (10 s here) would have let it wait and answer late."""
+    for target, expect_shed in ((0, False), (4_000, True)):
+        h = handler(latency_target_ms=target)
+        for n in range(3):  # three requests took 2 s each from release to outcome
+            at = T0 + 4_000 * n
+            (state,) = [r["state"] for r in of(await burst(h, at, ["room-0"], f"a{n}"), REQUESTS.name)]
+            await h.on_action(no_reply(state), at + WINDOW + 2_000)
+        t1 = T0 + 12_000
+        of(await burst(h, t1, ["room-0"], "b"), REQUESTS.name)  # in flight
+        shed = of(await burst(h, t1 + 100, ["room-0"], "c"), REPLIES.name)  # 1 ahead: 4 s from release
+        assert bool(shed) is expect_shed, (target, shed)
+        if expect_shed:
+            assert shed[0]["outcome"] == "cancelled" and shed[0]["reason"].startswith(SHED + "room queue (1 ahead")
