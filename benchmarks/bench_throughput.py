@@ -97,23 +97,19 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12]) + int(fields[13]) + int(fields[14])) / TICK
 
 
-def _children() -> dict[int, list[int]]:
-    out: dict[int, list[int]] = {}
-    for p in Path("/proc").iterdir():
-        if p.name.isdigit():
-            try:
-                ppid = int((p / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            out.setdefault(ppid, []).append(int(p.name))
-    return out
-
-
 def _parent(pid: int) -> int:
     try:
         return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
     except (OSError, IndexError, ValueError):
-        return 0
+        return 0  # gone
+
+
+def _children() -> dict[int, list[int]]:
+    out: dict[int, list[int]] = {}
+    for p in Path("/proc").iterdir():
+        if p.name.isdigit():
+            out.setdefault(_parent(int(p.name)), []).append(int(p.name))
+    return out
 
 
 def tree_cpu_seconds(pids: list[int]) -> float:
@@ -504,7 +500,8 @@ def run_livehost(root: Path, base_env: dict[str, str], bootstrap: str, broker_pi
         if triton:
             procs["triton"] = triton  # with its Python-backend stubs (tree_cpu_seconds)
         pg_dir = str(root / "postgres")
-        postgres = [p for p in pids_matching(pg_dir) if _parent(p) not in pids_matching(pg_dir)]
+        pg_pids = pids_matching(pg_dir)
+        postgres = [p for p in pg_pids if _parent(p) not in pg_pids]
         if postgres:
             procs["postgres"] = postgres[:1]  # the postmaster and its backends
         time.sleep(3)
