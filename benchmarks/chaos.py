@@ -337,6 +337,24 @@ async def phase(stack: Stack, seen: Seen, producer: Producer, fault: str, *, rat
     }
 
 
+async def warm_up(stack: Stack, seen: Seen, producer: Producer, *, rate: float, seconds: float,
+                  drain_s: float) -> None:
+    """The same load for ``seconds`` before the first phase, not counted: every later phase runs on a
+    stack that has served traffic (connection pools, caches of the rooms' facts and of the comments'
+    embeddings, Triton's first inferences), so the first phase should too, or its row measures the
+    start-up instead of its fault."""
+    sent: list[tuple[str, float]] = []
+    started = time.monotonic()
+    await load(stack, producer, f"warmup-{uuid.uuid4().hex[:4]}", rate, seconds, sent)
+    for _ in range(int(drain_s * 2)):
+        if all(e in seen.outcome_of_event for e, _ in sent):
+            break
+        await asyncio.sleep(0.5)
+    answered = sum(e in seen.outcome_of_event for e, _ in sent)
+    print(f"warm-up (not counted): {len(sent)} comments, {answered} with an outcome, "
+          f"{time.monotonic() - started:.0f} s", flush=True)
+
+
 async def settle(seen: Seen, rows: list[dict[str, Any]], wait_s: float) -> None:
     """Give comments without an outcome a last ``wait_s`` after the last phase; then count them as lost
     (no outcome ever) or late (an outcome after their phase's drain)."""
@@ -370,14 +388,15 @@ HEADER = ("| fault | sent | outcomes | lost | dup speech | dup traj | miss traj 
 
 
 async def run(faults: list[str], *, replicas: int, rooms: int, rate: float, phase_s: float, fault_at_s: float,
-              drain_s: float, voice: str, root: Path) -> list[dict[str, Any]]:
+              drain_s: float, voice: str, root: Path, warmup_s: float = 0.0) -> list[dict[str, Any]]:
     os.environ["LIVEHOST_STATE_DIR"] = str(root / "state")
     os.environ.setdefault("LIVEHOST_GRPC_PKI_DIR", str(root / "state" / "pki"))
     holder: dict[str, Any] = {"postgres": postgres.start(root / "postgres")}
     try:
         holder["triton"] = triton.start(root / "triton", REPO_ROOT / "infra" / "triton" / "models", timeout=120.0)
         return await _run_on(faults, replicas=replicas, rooms=rooms, rate=rate, phase_s=phase_s,
-                             fault_at_s=fault_at_s, drain_s=drain_s, voice=voice, root=root, holder=holder)
+                             fault_at_s=fault_at_s, drain_s=drain_s, voice=voice, root=root, holder=holder,
+                             warmup_s=warmup_s)
     finally:
         if "triton" in holder:
             triton.stop(holder["triton"])
@@ -385,7 +404,8 @@ async def run(faults: list[str], *, replicas: int, rooms: int, rate: float, phas
 
 
 async def _run_on(faults: list[str], *, replicas: int, rooms: int, rate: float, phase_s: float, fault_at_s: float,
-                  drain_s: float, voice: str, root: Path, holder: dict[str, Any]) -> list[dict[str, Any]]:
+                  drain_s: float, voice: str, root: Path, holder: dict[str, Any],
+                  warmup_s: float) -> list[dict[str, Any]]:
     dsn, triton_url = postgres.dsn(holder["postgres"]), triton.grpc_url(holder["triton"])
     with running_broker(root) as broker:
         os.environ.update(kafka.client_security(broker))
@@ -422,6 +442,8 @@ async def _run_on(faults: list[str], *, replicas: int, rooms: int, rate: float, 
                     "event_id": f"switch-{room['room_id']}", "room_id": room["room_id"], "type": "product_switch",
                     "ts_ms": int(time.time() * 1000), "user_id": None, "text": None,
                     "link_id": room.get("current_link"), "campaign_json": None, "viewer_count": None})
+            if warmup_s > 0:
+                await warm_up(stack, seen, producer, rate=rate, seconds=warmup_s, drain_s=drain_s)
             rows = []
             print(HEADER, flush=True)
             try:
@@ -471,6 +493,8 @@ def main() -> None:
     parser.add_argument("--phase-s", type=float, default=20.0)
     parser.add_argument("--fault-at-s", type=float, default=6.0)
     parser.add_argument("--drain-s", type=float, default=45.0)
+    parser.add_argument("--warmup-s", type=float, default=20.0,
+                        help="seconds of the same load before the first phase, not counted (0: none)")
     parser.add_argument("--voice", default="espeak", help="espeak or text")
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="livehost-chaos-"))
@@ -478,7 +502,7 @@ def main() -> None:
           f"work dir {root}", flush=True)
     asyncio.run(run([f for f in args.faults.split(",") if f], replicas=args.replicas, rooms=args.rooms,
                     rate=args.rate, phase_s=args.phase_s, fault_at_s=args.fault_at_s, drain_s=args.drain_s,
-                    voice=args.voice, root=root))
+                    voice=args.voice, root=root, warmup_s=args.warmup_s))
 
 
 if __name__ == "__main__":

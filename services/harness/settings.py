@@ -3,7 +3,11 @@
 
 from livehost.harness.registry import HarnessSettings, load_harness_settings
 
-__all__ = ["HarnessSettings", "load_harness_settings", "grpc_port"]
+__all__ = ["CONSUMER_GROUPS", "HarnessSettings", "load_harness_settings", "grpc_port"]
+
+# The harness service reads harness events without a group (every process all of them): it is a member
+# of no consumer group, so the supervisor has nothing to remove when it crashes.
+CONSUMER_GROUPS: tuple[str, ...] = ()
 
 # Most versions Log returns when the request asks for 0.
 DEFAULT_LOG_LIMIT = 50

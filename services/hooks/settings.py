@@ -3,6 +3,9 @@
 import os
 
 APP_ID = "livehost-hooks"
+# The consumer groups a process of this service is a member of: the supervisor removes a crashed
+# replica from them at once when a peer replica runs (livehost.kafka.remove_static_members).
+CONSUMER_GROUPS = (APP_ID,)
 # At-least-once, not Faust's exactly_once (README "Delivery guarantees"). Under exactly_once Faust
 # commits only the rooms table's changelog and the input offsets in its transactions: the requests,
 # tool calls and replies go out through its plain producer (they are sent to topics it does not

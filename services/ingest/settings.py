@@ -2,7 +2,8 @@
 
 from livehost.config import Settings
 
-GROUP_ID = "livehost-ingest"
+# Ingest only produces: it is a member of no consumer group (the supervisor has nothing to remove).
+CONSUMER_GROUPS: tuple[str, ...] = ()
 
 
 def grpc_port(s: Settings) -> int:

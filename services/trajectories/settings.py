@@ -1,6 +1,9 @@
 """Settings of the trajectory recorder: the shared settings (livehost.config) plus what is its own."""
 
 APP_ID = "livehost-trajectories"
+# The consumer groups a process of this service is a member of: the supervisor removes a crashed
+# replica from them at once when a peer replica runs (livehost.kafka.remove_static_members).
+CONSUMER_GROUPS = (APP_ID,)
 # At-least-once (README "Delivery guarantees"): the PostgreSQL row, keyed by request id, is the record of
 # truth and is written once whatever the redelivery; agent.trajectories readers deduplicate by request
 # id. Faust's exactly_once slowed this recorder's drain of 200 paced replies from ~3 s to ~30 s here.

@@ -178,7 +178,7 @@ def build(settings: Settings | None = None) -> ServiceRuntime:
     runtime.consumers.append(KeyedConsumerLoop(settings, service_settings.GROUP_ID, [REPLIES], speak, producer,
                                                admit=admit))
     # A separate group and task, so a product switch can stop speech while a reply is being synthesized.
-    runtime.consumers.append(ConsumerLoop(settings, f"{service_settings.GROUP_ID}-rooms", [ROOM_EVENTS],
+    runtime.consumers.append(ConsumerLoop(settings, service_settings.ROOMS_GROUP_ID, [ROOM_EVENTS],
                                           on_room_event, producer))
     runtime.servicers.append((voice_pb2_grpc.add_VoiceServiceServicer_to_server,
                               VoiceServicer(settings, handler, fanout, executor)))

@@ -4,7 +4,11 @@ import os
 
 from livehost.config import Settings
 
-GROUP_ID = "livehost-voice"
+GROUP_ID = "livehost-voice"  # replies, keyed by room
+ROOMS_GROUP_ID = f"{GROUP_ID}-rooms"  # room events, read apart from the replies (services/voice/server.py)
+# The consumer groups a process of this service is a member of: the supervisor removes a crashed
+# replica from them at once when a peer replica runs (livehost.kafka.remove_static_members).
+CONSUMER_GROUPS = (GROUP_ID, ROOMS_GROUP_ID)
 
 
 def grpc_port(s: Settings) -> int:

@@ -16,6 +16,7 @@ import pytest
 
 from livehost.stack import kafka
 from livehost.stack.process import Running, pid_alive
+from services.hooks import settings as hooks_settings
 
 from .conftest import create_database
 
@@ -60,6 +61,10 @@ def test_up_ps_restart_down(tmp_path: Path, kafka_bootstrap: str, pg_server: str
         print(f"\nhooks-2 SIGKILLed: restarted and ready again in {time.monotonic() - killed_at:.1f}s")
         assert now["pid"] != victim["pid"] and pid_alive(int(now["pid"]))  # type: ignore[arg-type]
         assert "exited" in str(now["last_exit"])
+        # its peer hooks-1 was running, so the supervisor removed the dead static member from the group
+        # at once (its partitions went to hooks-1 then, not when hooks-2 came back)
+        log_text = Path(str(now["log_path"])).read_text()
+        assert f"removed from its groups for its peers: {hooks_settings.APP_ID}: removed" in log_text, log_text[-2000:]
 
         ps = _cli({**env, "COLUMNS": "300"}, "ps", timeout=60)
         assert ps.returncode == 0, ps.stderr

@@ -15,7 +15,7 @@ import uuid
 import pytest
 
 from livehost.config import Settings
-from livehost.kafka import ensure_topics
+from livehost.kafka import ensure_topics, group_instance_id, remove_static_members
 from livehost.topics import ROOM_EVENTS
 
 pytestmark = pytest.mark.integration
@@ -34,10 +34,13 @@ async def main() -> None:
                                 group_instance_id=group_instance_id(settings, sys.argv[2]),
                                 session_timeout_ms=int(sys.argv[5]), heartbeat_interval_ms=1000)
     await consumer.start()
-    while not consumer.assignment():
+    shown = None
+    while True:  # a line per assignment it is handed
+        assigned = sorted(tp.partition for tp in consumer.assignment())
+        if assigned and assigned != shown:
+            print("ASSIGNED", assigned, flush=True)
+            shown = assigned
         await asyncio.sleep(0.05)
-    print("ASSIGNED", sorted(tp.partition for tp in consumer.assignment()), flush=True)
-    await asyncio.sleep(3600)
 
 asyncio.run(main())
 """
@@ -87,3 +90,37 @@ def test_a_named_replica_takes_its_partitions_back_without_waiting_for_its_sessi
     # the static one is handed its partitions by the coordinator as soon as it joins.
     assert dynamic > SESSION_MS / 2000
     assert static < SESSION_MS / 2000
+
+
+def test_a_crashed_static_member_removed_by_the_supervisor_hands_its_partitions_over_at_once(
+        kafka_bootstrap: str) -> None:
+    """A static member never leaves its group, so its peer waits out the dead one's session — unless the
+    supervisor removes it by its instance id (livehost.kafka.remove_static_members, what the supervisor
+    does for a crashed replica that has a live peer)."""
+    settings = Settings(kafka_bootstrap=kafka_bootstrap)
+    asyncio.run(ensure_topics(settings))
+    group = f"static-{uuid.uuid4().hex[:8]}"
+    first = _start(kafka_bootstrap, group, "hooks-1")
+    second = _start(kafka_bootstrap, group, "hooks-2")
+    try:
+        _assigned_after(first, time.monotonic())
+        assert second.stdout is not None
+        while True:  # until the two share the partitions
+            line = second.stdout.readline()
+            assert line.startswith("ASSIGNED"), (line, second.poll())
+            if len(line.split(",")) < ROOM_EVENTS.partitions:
+                break
+        _kill(first)
+        started = time.monotonic()
+        dead = group_instance_id(Settings(kafka_bootstrap=kafka_bootstrap, replica_id="hooks-1"), group)
+        assert dead is not None
+        removed = asyncio.run(remove_static_members(settings, group, [dead, f"{group}-never-joined"]))
+        assert removed == {dead: "removed", f"{group}-never-joined": "UnknownMemberIdError"}
+        line = second.stdout.readline()  # its next assignment: every partition
+        took = time.monotonic() - started
+        print(f"\nthe survivor had every partition {took:.1f} s after the removal (session {SESSION_MS / 1000:.0f} s)")
+        assert line.startswith("ASSIGNED") and len(line.split(",")) == ROOM_EVENTS.partitions, line
+        assert took < SESSION_MS / 2000
+    finally:
+        _kill(first)
+        _kill(second)
