@@ -330,6 +330,7 @@ async def phase(stack: Stack, seen: Seen, producer: Producer, fault: str, *, rat
         "recovery_s": min(after) if after else None,
         "max_s": max((seen.reply_at[r] - created[r] for r in requests), default=0.0),
         "dead_lettered": sum(seen.dead_letters.values()) - dead_before,
+        "slowest": slowest(seen, requests, created, fault_time),
         "ids": ids, "late": 0, "tool_errors": tool_errors(seen, requests),
         "cancel_reasons": cancel_reasons(seen, requests),
         "dead_by_topic": {t: n - dead_by_topic_before.get(t, 0) for t, n in seen.dead_letters.items()
@@ -353,6 +354,19 @@ async def warm_up(stack: Stack, seen: Seen, producer: Producer, *, rate: float, 
     answered = sum(e in seen.outcome_of_event for e, _ in sent)
     print(f"warm-up (not counted): {len(sent)} comments, {answered} with an outcome, "
           f"{time.monotonic() - started:.0f} s", flush=True)
+
+
+def slowest(seen: Seen, requests: set[str], created: dict[str, float], fault_time: float) -> str:
+    """Where the phase's slowest request spent its time: when it was created against the fault, and
+    each step's time after its creation (the gap before a step is the hop into it plus its queueing)."""
+    if not requests:
+        return ""
+    rid = max(requests, key=lambda r: seen.reply_at[r] - created[r])
+    state = seen.replies[rid]["state"]
+    start = int(state["created_ms"])
+    steps = ", ".join(f"{s['kind']} {int(s['ts_ms']) - start}" for s in state.get("steps") or [])
+    return (f"{rid} ({seen.replies[rid]['outcome']}), created {created[rid] - fault_time:+.1f} s from the fault; "
+            f"ms after creation: {steps}; reply seen {1000 * (seen.reply_at[rid] - created[rid]):.0f}")
 
 
 async def settle(seen: Seen, rows: list[dict[str, Any]], wait_s: float) -> None:
@@ -461,6 +475,8 @@ async def _run_on(faults: list[str], *, replicas: int, rooms: int, rate: float, 
                     if row["tool_errors"]["codes"]:
                         print(f"  failed tool results: {row['tool_errors']['codes']}; their requests ended "
                               f"{row['tool_errors']['requests_by_outcome']}", flush=True)
+                    if row["slowest"]:
+                        print(f"  slowest: {row['slowest']}", flush=True)
                     print(fmt(row), flush=True)
                     await asyncio.to_thread(sup.wait_ready, 120.0)  # every process back before the next fault
                 await settle(seen, rows, drain_s)

@@ -14,6 +14,8 @@ recovered one record short unless producer batches hold one record.
 from __future__ import annotations
 
 import logging
+import weakref
+from collections.abc import Awaitable, Callable
 from typing import Any, cast
 
 import faust
@@ -26,6 +28,26 @@ from livehost.topics import DEAD_LETTER, Topic
 
 log = logging.getLogger(__name__)
 _PATCHED: dict[str, Any] = {}
+# What each app's worker awaits before the app starts, i.e. before its consumer joins the group.
+_BEFORE_JOIN: weakref.WeakKeyDictionary[faust.App, list[Callable[[], Awaitable[None]]]] = weakref.WeakKeyDictionary()
+
+
+def before_join(app: faust.App, step: Callable[[], Awaitable[None]]) -> None:
+    """Run ``step`` in the worker's event loop before the app's consumer joins its group.
+
+    For what a processor needs before it can handle its first event (database pools, the harness,
+    a trained classifier): done after the join, it delays the first events of every partition the
+    worker is handed — measured on a restarted hooks replica, ~1 s after its "Worker ready" before it
+    handled an action, while its peer had already given those partitions up. Done before, the group
+    keeps the partitions with the peer until the newcomer is able to serve them."""
+    _BEFORE_JOIN.setdefault(app, []).append(step)
+
+
+class _Worker(faust.Worker):
+    async def on_first_start(self) -> None:
+        await super().on_first_start()
+        for step in _BEFORE_JOIN.get(cast(faust.App, self.app)) or []:
+            await step()
 
 
 def _patch_faust_clients(fetch_max_wait_ms: int | None, read_committed: bool, idempotent: bool,
@@ -413,4 +435,4 @@ def run_worker(name: str, create_app: Any) -> None:
         start_http_server(settings.metrics_port, addr=settings.grpc_host)
     app = create_app(settings)
     print(f"STARTING {name}", flush=True)
-    faust.Worker(app, loglevel=settings.log_level.lower(), quiet=True).execute_from_commandline()
+    _Worker(app, loglevel=settings.log_level.lower(), quiet=True).execute_from_commandline()

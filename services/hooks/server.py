@@ -21,7 +21,7 @@ import faust
 
 from livehost import codec, metrics
 from livehost.config import Settings, load_settings
-from livehost.faustutil import dead_letter, faust_topic, make_app, run_worker, send, send_nowait
+from livehost.faustutil import before_join, dead_letter, faust_topic, make_app, run_worker, send, send_nowait
 from livehost.harness.provider import HarnessProvider
 from livehost.harness.runtime import provider_for
 from livehost.kafka import now_ms
@@ -185,11 +185,12 @@ def build(settings: Settings | None = None, *, sender: Sender | None = None,
 
     app.on_partitions_revoked.connect(cast(Any, forget_held))
 
-    @app.task
     async def warm_up() -> None:
         await handler()  # connect the harness registry before the first event needs it
         # train the screening classifier (a few tenths of a second) before the first comment waits for it
         await asyncio.to_thread(screening_model)
+
+    before_join(app, warm_up)
 
     @app.agent(topics[ROOM_EVENTS.name])
     async def room_events(stream: Any) -> Any:

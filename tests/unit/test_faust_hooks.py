@@ -165,3 +165,34 @@ async def test_action_after_product_switch_is_cancelled(hooks: HooksApp, sent: S
         await agent.put(_action(_state(HARNESS), "reply", text="It is 299."), key=b"room-1")
     (reply,) = sent.on(REPLIES)
     assert reply["outcome"] == "cancelled" and "switched" in reply["reason"]
+
+
+
+async def test_the_worker_builds_the_handler_before_its_consumer_joins_the_group(
+        sent: Sent, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A restarted replica must be able to serve the partitions it is handed the moment it joins
+    (livehost.faustutil.before_join): the handler (harness provider, screening model) is built in the
+    worker's first start, before the app and so its consumer start, not lazily by the first event."""
+    import faust
+
+    from livehost import faustutil
+
+    done: list[str] = []
+
+    async def provider(_: Settings) -> HarnessProvider:
+        done.append("harness")
+        return StaticHarnessProvider(HARNESS)
+
+    async def base_first_start(self: Any) -> None:
+        done.append("worker")
+
+    parts = build(Settings(), sender=sent, provider_factory=provider)
+    monkeypatch.setattr(faust.Worker, "on_first_start", base_first_start)
+    monkeypatch.setattr("services.hooks.server.screening_model", lambda: done.append("screening"))
+    worker = object.__new__(faustutil._Worker)  # no process set-up: only its first-start step runs
+    worker.app = parts.app  # type: ignore[misc]
+    assert done == []
+    await faustutil._Worker.on_first_start(worker)
+    assert done == ["worker", "harness", "screening"]
+    await parts.handler()
+    assert done.count("harness") == 1  # the first event finds it built
