@@ -23,7 +23,7 @@ from faust.transport.drivers import aiokafka as faust_aiokafka
 
 from livehost import codec
 from livehost.config import Settings, state_dir
-from livehost.kafka import group_instance_id, now_ms, producer_options
+from livehost.kafka import group_instance_id, now_ms, patch_sync_group_load_in_progress, producer_options
 from livehost.topics import DEAD_LETTER, Topic
 
 log = logging.getLogger(__name__)
@@ -349,6 +349,7 @@ def make_app(app_id: str, settings: Settings, *, exactly_once: bool = False, **o
     """A Faust app with LiveHost's settings; ``exactly_once`` is the processor's choice of Faust's
     exactly_once guarantee (transactions per source partition), which ``kafka_transactions`` can veto."""
     tansu = settings.kafka_flavour == "tansu"
+    patch_sync_group_load_in_progress()
     _patch_faust_ack_gaps()
     _patch_faust_untracked_acks()
     _patch_faust_seek_before_resume()

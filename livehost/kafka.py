@@ -12,6 +12,7 @@ LiveHost's consumers read committed).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import logging
 import os
@@ -79,12 +80,46 @@ def producer_options(settings: Settings) -> dict[str, Any]:
     return {"compression_type": None if kind == "none" or settings.kafka_flavour == "tansu" else kind}
 
 
+def patch_sync_group_load_in_progress() -> None:
+    """Make aiokafka's consumer retry a SyncGroup the coordinator refuses while it loads the group.
+
+    aiokafka retries a JoinGroup answered with COORDINATOR_LOAD_IN_PROGRESS (error 14), but raises on the
+    same answer to the SyncGroup that follows: its group coordination task ends, and the consumer never
+    joins again. A Faust worker then sits without partitions for good; found by `make chaos`'s broker
+    restart (the trajectory recorder stopped writing rows for the rest of the run). The broker answers so
+    while it reloads ``__consumer_offsets`` after a restart, and the Java client treats it as retriable:
+    back off and join again. Idempotent; called wherever LiveHost makes a group consumer."""
+    from aiokafka.consumer.group_coordinator import CoordinatorGroupRebalance
+    from aiokafka.errors import GroupLoadInProgressError
+
+    if getattr(CoordinatorGroupRebalance, "_livehost_sync_retry", False):
+        return
+    original = CoordinatorGroupRebalance._send_sync_group_request
+
+    async def send_sync_group_request(self: Any, request: Any) -> Any:
+        try:
+            return await original(self, request)
+        except KafkaError as exc:
+            # aiokafka wraps the broker's error as KafkaError(repr(error)) after requesting a rejoin
+            if GroupLoadInProgressError.__name__ not in str(exc):
+                raise
+            log.warning("group %s: SyncGroup refused while the coordinator loads the group; joining again",
+                        self.group_id)
+            await asyncio.sleep(self._retry_backoff_ms / 1000)
+            return None  # no assignment: perform_group_join returns None and the rejoin it requested runs
+
+    CoordinatorGroupRebalance._send_sync_group_request = send_sync_group_request  # type: ignore[method-assign]
+    CoordinatorGroupRebalance._livehost_sync_retry = True  # type: ignore[attr-defined]
+    CoordinatorGroupRebalance._livehost_sync_original = original  # type: ignore[attr-defined]
+
+
 def consumer_options(settings: Settings) -> dict[str, Any]:
-    """Options of every LiveHost consumer.
+    """Options of every LiveHost consumer (and patch_sync_group_load_in_progress, once).
 
     ``read_committed``: records of an aborted or still-open transaction are never handed out, so a
     transactional step that crashed mid-batch leaves nothing behind for its readers.
     """
+    patch_sync_group_load_in_progress()
     return {**client_options(settings), "fetch_max_wait_ms": settings.kafka_fetch_max_wait_ms,
             "isolation_level": "read_committed"}
 
@@ -471,6 +506,12 @@ class ConsumerLoop:
             batches = {first_tp: [first]}
         try:
             async with txn.transaction():
+                # The input offsets are known before the batch is handled: adding them to the transaction
+                # (AddOffsetsToTxn, then TxnOffsetCommit: two round trips to the coordinators) overlaps
+                # the handlers' own waits instead of following them. They commit, or abort, with the
+                # transaction either way.
+                offsets = {tp: records[-1].offset + 1 for tp, records in batches.items()}
+                offsets_sent = asyncio.ensure_future(txn.send_offsets_to_transaction(offsets, self.group_id))
                 token = _TRANSACTION.set(txn)
                 try:
                     if poison:
@@ -478,10 +519,15 @@ class ConsumerLoop:
                         await dead_letter(self.producer, first, f"transaction failed {failures} times", self.group_id)
                     else:
                         await self._handle_batch(batches)
+                except BaseException:
+                    # let the offsets finish before the abort (aiokafka asserts none are pending when a
+                    # transaction completes); their outcome no longer matters
+                    with contextlib.suppress(Exception):
+                        await offsets_sent
+                    raise
                 finally:
                     _TRANSACTION.reset(token)
-                offsets = {tp: records[-1].offset + 1 for tp, records in batches.items()}
-                await txn.send_offsets_to_transaction(offsets, self.group_id)
+                await offsets_sent
         except Exception as exc:
             if not (isinstance(exc, KafkaError) or transient(exc)):
                 raise
