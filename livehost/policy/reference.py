@@ -22,6 +22,7 @@ import json
 import re
 import unicodedata
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 import jsonschema
@@ -77,6 +78,10 @@ _SYNONYM = {
 }
 
 
+# Caches: the policy runs ~4 times per request on the same comment, harness and catalog, and the same
+# words, identifiers and texts recur across requests. Every cache is keyed on immutable text only (and,
+# where embeddings decide, on the embedding backend), holds immutable values, and is bounded.
+@lru_cache(maxsize=16384)
 def stem(word: str) -> str:
     w = word.lower()
     if w in _SYNONYM:
@@ -106,12 +111,21 @@ def words(text: str) -> list[str]:
 
 
 def stems(text: str) -> set[str]:
-    return {stem(w) for w in words(split_identifier(text)) if w not in _STOP}
+    return set(_frozen_stems(text))  # a fresh set: callers may change theirs
 
 
+@lru_cache(maxsize=8192)
+def _frozen_stems(text: str) -> frozenset[str]:
+    return frozenset(stem(w) for w in words(split_identifier(text)) if w not in _STOP)
+
+
+_CAMEL_RE = re.compile(r"([a-z])([A-Z])")
+
+
+@lru_cache(maxsize=4096)
 def split_identifier(text: str) -> str:
     """``getProductInfo_by-link`` -> ``get Product Info by link``."""
-    return re.sub(r"([a-z])([A-Z])", r"\1 \2", text).replace("_", " ").replace("-", " ")
+    return _CAMEL_RE.sub(r"\1 \2", text).replace("_", " ").replace("-", " ")
 
 
 def _vocab(*items: str) -> set[str]:
@@ -261,12 +275,17 @@ _WORKS_RE = re.compile(r"\bworks? (on|with|in)\b")
 
 def _find(patterns: list[str], text: str) -> int | None:
     """Position of the earliest match of any pattern, or None."""
-    best: int | None = None
-    for pattern in patterns:
-        m = re.search(pattern, text)
-        if m and (best is None or m.start() < best):
-            best = m.start()
-    return best
+    m = _any_of(tuple(patterns)).search(text)
+    return m.start() if m else None
+
+
+@lru_cache(maxsize=64)
+def _any_of(patterns: tuple[str, ...]) -> re.Pattern[str]:
+    """The patterns as one compiled alternation (called with the module's pattern lists only). Its
+    leftmost match starts where the earliest match of any one pattern does: at each position a search
+    tries every alternative before moving right. (None of the patterns has a backreference, which the
+    group numbering of an alternation would break.)"""
+    return re.compile("|".join(f"(?:{p})" for p in patterns))
 
 
 _ATTR_HINTS: dict[str, set[str]] = {
@@ -340,10 +359,15 @@ class Call:
     error_code: str | None = None
     rejected: bool = False
     correction: str = ""  # the hook's reason when a correction rejected this call
+    _key: str | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def key(self) -> str:
-        return _call_key(self.tool, self.arguments)
+        # computed once: every planned call is looked up among the transcript's calls by this key (the
+        # tool and arguments of a call are never changed after it is read)
+        if self._key is None:
+            self._key = _call_key(self.tool, self.arguments)
+        return self._key
 
 
 def _call_key(tool: str, arguments: dict[str, Any]) -> str:
@@ -512,6 +536,39 @@ _SOCIAL_INTENTS = ("chit_chat", "off_topic")
 _HARMFUL_INTENTS = ("injection", "abuse", "refusal")
 
 
+@lru_cache(maxsize=4096)
+def _screened(text: str) -> str | None:
+    """The harmful class of a comment (injection, abuse, compliance) from the trained screening
+    classifier, or None; a hit of the pattern lists lowers that class's threshold (one more signal,
+    never the decision alone). Cached: every policy call of a request screens the same comment."""
+    result = screen(text)
+    thresholds = dict(DEFAULT_THRESHOLDS)
+    thresholds.pop("spam", None)
+    norm = normalize(text)
+    for cls, patterns in (("injection", _INJECTION_PATTERNS), ("abuse", _ABUSE_PATTERNS),
+                          ("compliance", _COMPLIANCE_PATTERNS)):
+        if _find(patterns, norm) is not None:
+            thresholds[cls] -= 0.2
+    harmful = result.harmful(thresholds)
+    return harmful[0] if harmful is not None else None
+
+
+def _embedding_backend(text: str) -> str:
+    """The embedding model that reads ``text`` ("off" without one): part of the key of every cached
+    result that embeddings decide, so a change of ``LIVEHOST_EMBEDDINGS`` is never answered from a
+    result of another model."""
+    return embed.backend(text) if embed.available() else "off"
+
+
+@lru_cache(maxsize=4096)
+def _nearest_intent(query: str, backend: str) -> str | None:
+    """:func:`choice.nearest_intent` of a comment's query (``backend`` keys the cache only). Cached: it
+    compares the query with every labelled example, and a request asks it of the same comment on every
+    policy call."""
+    near = choice.nearest_intent(query, stem, _STOP, INTENT_MIN_SIMILARITY, INTENT_MARGIN)
+    return near[0] if near else None
+
+
 class _Decider:
     def __init__(self, ctx: dict[str, Any], state: State | None = None, referent: int | None = None):
         """``state`` and ``referent`` are given to the part of a merged request that answers one comment:
@@ -533,6 +590,7 @@ class _Decider:
         self.rules = ctx.get("rules") or {}
         self.tools = [t for t in ctx.get("tools") or [] if isinstance(t, dict) and t.get("name")]
         self.skills = [s for s in ctx.get("skills") or [] if isinstance(s, dict) and s.get("id")]
+        self._assigned: dict[str, list[tuple[float, int]]] | None = None  # needs -> tools (best_tool)
         self.previous_unknown = False
         self.items: dict[int, int] = {}  # link → how many, when one question names several products
         self.links = self._links()
@@ -929,8 +987,7 @@ class _Decider:
         """The intent of a comment by the meaning of its labelled neighbours, with the product references
         taken out first ("link 2", "#3": they say which product, not what is asked)."""
         query = normalize(_LINK_RE.sub(" ", text)).strip()
-        near = choice.nearest_intent(query, stem, _STOP, INTENT_MIN_SIMILARITY, INTENT_MARGIN) if query else None
-        return near[0] if near else None
+        return _nearest_intent(query, _embedding_backend(query)) if query else None
 
     def _known_attribute_keys(self) -> list[str]:
         """Attribute keys of the product on screen and of the linked products already looked up (a
@@ -947,21 +1004,12 @@ class _Decider:
         return keys
 
     def _screen(self) -> str | None:
-        """injection / abuse / refusal (compliance) from the trained screening classifier; a hit of the
-        pattern lists lowers that class's threshold (one more signal, never the decision alone)."""
-        result = screen(self.text)
-        thresholds = dict(DEFAULT_THRESHOLDS)
-        thresholds.pop("spam", None)
-        norm = normalize(self.text)
-        for cls, patterns in (("injection", _INJECTION_PATTERNS), ("abuse", _ABUSE_PATTERNS),
-                              ("compliance", _COMPLIANCE_PATTERNS)):
-            if _find(patterns, norm) is not None:
-                thresholds[cls] -= 0.2
-        harmful = result.harmful(thresholds)
+        """injection / abuse / refusal (compliance) from the trained screening classifier."""
+        harmful = _screened(self.text)
         if harmful is None:
             return None
-        self.compliance = harmful[0] == "compliance"
-        return "refusal" if self.compliance else harmful[0]
+        self.compliance = harmful == "compliance"
+        return "refusal" if self.compliance else harmful
 
     def _names_title_compound(self) -> bool:
         """The comment writes two or more words of the on-screen product's title as one ("powerbank")."""
@@ -1011,9 +1059,10 @@ class _Decider:
         """The tool whose description means this need most (each tool serves the need it is closest to)."""
         if not self.tools:
             return None
-        assigned = choice.assign(choice.NEEDS, [choice.tool_text(t) for t in self.tools], stem, _STOP,
-                                 [str(t.get("description", "")) for t in self.tools])
-        served = assigned.get(need) or []
+        if self._assigned is None:  # once per decider: every need asks it of the same tools
+            self._assigned = choice.assign(choice.NEEDS, [choice.tool_text(t) for t in self.tools], stem, _STOP,
+                                           [str(t.get("description", "")) for t in self.tools])
+        served = self._assigned.get(need) or []
         if served and served[0][0] >= TOOL_MIN_SIMILARITY:
             return self.tools[served[0][1]]
         return None
@@ -2246,3 +2295,15 @@ def respond(context: dict[str, Any]) -> str:
     if context.get("mode") == "react":
         return react_text(action)
     return json.dumps(action, ensure_ascii=False)
+
+
+def cache_clear() -> None:
+    """Empty the caches of the policy and of the text functions it calls (for a benchmark's "new
+    comment" runs; a change of the embedding setting needs none, the backend is part of those keys)."""
+    from livehost.understanding import facts
+    from livehost.understanding import normalize as norm
+
+    for cached in (stem, _frozen_stems, split_identifier, _any_of, _screened, _nearest_intent, norm.normalize,
+                   norm.gloss, norm.expand_shorthand, facts.humanise_key, facts._cached_stems,
+                   choice.split_identifier):
+        cached.cache_clear()

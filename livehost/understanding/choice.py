@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
 NEEDS: dict[str, str] = {
@@ -68,6 +68,7 @@ SKILL_CORRECTION = "a reply instruction set must be loaded before answering; loa
 _WORD = re.compile(r"[a-z]+")
 
 
+@lru_cache(maxsize=4096)  # a pure function of a name; every policy call re-reads the same tools' names
 def split_identifier(text: str) -> str:
     return re.sub(r"([a-z])([A-Z])", r"\1 \2", text).replace("_", " ").replace("-", " ")
 

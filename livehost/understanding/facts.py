@@ -14,6 +14,7 @@ import math
 import re
 from collections import Counter
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 UNITS = {"mm": "mm", "cm": "cm", "m": "m", "g": "g", "kg": "kg", "ml": "ml", "l": "L", "h": "hours",
@@ -59,6 +60,9 @@ _PREPOSITIONS = {"from", "in", "with", "to", "for", "by", "at", "on"}
 _PREFIXES = ("non", "anti", "pre", "self", "semi", "multi", "co")
 
 
+# a pure function of a key, cached: the same keys are humanised on every policy call and rank (typed, as a
+# key that is not a string is said through str(): 1 and 1.0 are not the same key)
+@lru_cache(maxsize=4096, typed=True)
 def humanise_key(key: str) -> tuple[str, str]:
     """``weight_g`` → ("weight", "g"); ``stockBySize`` → ("stock by size", ""); ``non_slip`` → ("non-slip", "")."""
     spaced = re.sub(r"([a-z])([A-Z])", r"\1 \2", str(key)).replace("_", " ").replace("-", " ").lower()
@@ -283,10 +287,15 @@ def campaign_facts(campaign: dict[str, Any] | None) -> list[Fact]:
 def _stems(text: str, stem: Any) -> list[str]:
     """Word stems, and the character pairs of Chinese text (it has no spaces between words; a pair of
     characters is the usual unit of Chinese lexical retrieval)."""
+    return list(_cached_stems(text, stem))  # a fresh list: callers may change theirs
+
+
+@lru_cache(maxsize=8192)  # every rank re-reads the same facts' texts: keyed on the text and the stemmer
+def _cached_stems(text: str, stem: Any) -> tuple[str, ...]:
     out = [stem(w) for w in _WORD.findall(text.lower())]
     for run in _CJK_RUN.findall(text):
         out += [run[i:i + 2] for i in range(len(run) - 1)] if len(run) > 1 else [run]
-    return out
+    return tuple(out)
 
 
 def bm25(query: list[str], docs: list[list[str]], k1: float = 1.2, b: float = 0.75) -> list[float]:

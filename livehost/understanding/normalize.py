@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from functools import lru_cache
 
 # Cyrillic and Greek letters that look like Latin ones (after NFKC and case folding).
 _CONFUSABLES = str.maketrans({
@@ -24,6 +25,9 @@ _LEET = str.maketrans({"0": "o", "1": "i", "3": "e", "4": "a", "5": "s", "7": "t
 _SPLIT_LETTERS = re.compile(r"\b(?:[a-z][.\-_*·]){2,}[a-z]\b")
 
 
+# Pure functions of a text, cached: the policy reads the same comment and catalog strings several times a
+# call and on every call of a request (bounded; the values are immutable strings).
+@lru_cache(maxsize=4096)
 def normalize(text: str) -> str:
     """NFKC, look-alikes to Latin, invisible characters removed, case folded, whitespace collapsed."""
     out = unicodedata.normalize("NFKC", text)
@@ -53,6 +57,7 @@ SHORTHAND = {
 _TOKEN = re.compile(r"[a-z0-9]+")
 
 
+@lru_cache(maxsize=4096)
 def expand_shorthand(text: str) -> str:
     """:func:`normalize`, then common chat shorthand written out ("hw much r they" → "how much are they")."""
     return _TOKEN.sub(lambda m: SHORTHAND.get(m.group(0), m.group(0)), normalize(gloss(text)))
@@ -115,6 +120,7 @@ _GLOSS_RE = re.compile("|".join(sorted((re.escape(k) for k in GLOSSARY), key=len
 CJK = re.compile(r"[\u4e00-\u9fff]")  # Chinese characters
 
 
+@lru_cache(maxsize=4096)
 def gloss(text: str) -> str:
     """The text, followed by the English sense of the Chinese shopping words in it (unchanged when it
     has no Chinese)."""
