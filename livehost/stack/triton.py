@@ -81,8 +81,16 @@ def prepare_backends(workdir: Path) -> Path:
     return backends
 
 
+# Environment of the python-backend model processes (Triton's stubs inherit the server's). numpy's
+# OpenBLAS starts a thread per core, which spins after every matrix product (the policy's embedding
+# similarities) and is billed to the stub: measured (benchmarks/bench_policy_cpu.py) ~2x the CPU per
+# policy call of one thread, with identical outputs. On a loaded host the second thread only takes a
+# core from the other services. infra/triton/Dockerfile sets the same (tests/deploy checks it).
+MODEL_ENV = {"OPENBLAS_NUM_THREADS": "1"}
+
+
 def child_env() -> dict[str, str]:
-    env = dict(os.environ)
+    env = {**MODEL_ENV, **os.environ}  # an operator's own value wins
     libdir = sysconfig.get_config_var("LIBDIR") or ""
     ld = [p for p in (libdir, str(libs_dir()), env.get("LD_LIBRARY_PATH", "")) if p]
     env["LD_LIBRARY_PATH"] = ":".join(ld)

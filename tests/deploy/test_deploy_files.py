@@ -425,6 +425,16 @@ def test_dockerfiles() -> None:
         assert path in ignored
 
 
+def test_triton_image_runs_its_models_as_the_embedded_stack_does() -> None:
+    from livehost.stack.triton import MODEL_ENV, child_env
+
+    env_lines = [line.split(None, 1)[1] for line in (ROOT / "infra" / "triton" / "Dockerfile").read_text().splitlines()
+                 if line.startswith("ENV ")]
+    for key, value in MODEL_ENV.items():
+        assert any(line.startswith(f"{key}={value}") for line in env_lines), (key, value)
+    assert all(child_env()[key] == os.environ.get(key, value) for key, value in MODEL_ENV.items())
+
+
 # --- livehost.healthcheck (the compose healthcheck) -------------------------------------------------
 
 def _healthcheck(*args: str) -> subprocess.CompletedProcess[str]:
