@@ -298,12 +298,8 @@ async def phase(stack: Stack, seen: Seen, producer: Producer, fault: str, *, rat
     else:
         await asyncio.to_thread(inject, stack, fault)
     await loader
-    deadline = time.monotonic() + drain_s
     ids = [e for e, _ in sent]
-    for _ in range(int(drain_s * 2)):
-        if time.monotonic() > deadline or all(e in seen.outcome_of_event for e in ids):
-            break
-        await asyncio.sleep(0.5)
+    await until_answered(seen, ids, drain_s)
     await asyncio.sleep(2.0)  # late duplicates and trajectories
     requests = {seen.outcome_of_event[e] for e in ids if e in seen.outcome_of_event}
     outcomes = [seen.replies[r]["outcome"] for r in requests]
@@ -338,6 +334,15 @@ async def phase(stack: Stack, seen: Seen, producer: Producer, fault: str, *, rat
     }
 
 
+async def until_answered(seen: Seen, ids: list[str], wait_s: float) -> None:
+    """Wait until every comment of ``ids`` has an outcome, at most ``wait_s``."""
+    deadline = time.monotonic() + wait_s
+    for _ in range(int(wait_s * 2)):  # the observer task fills seen.outcome_of_event as replies arrive
+        if time.monotonic() > deadline or all(e in seen.outcome_of_event for e in ids):
+            return
+        await asyncio.sleep(0.5)
+
+
 async def warm_up(stack: Stack, seen: Seen, producer: Producer, *, rate: float, seconds: float,
                   drain_s: float) -> None:
     """The same load for ``seconds`` before the first phase, not counted: every later phase runs on a
@@ -347,10 +352,7 @@ async def warm_up(stack: Stack, seen: Seen, producer: Producer, *, rate: float, 
     sent: list[tuple[str, float]] = []
     started = time.monotonic()
     await load(stack, producer, f"warmup-{uuid.uuid4().hex[:4]}", rate, seconds, sent)
-    for _ in range(int(drain_s * 2)):
-        if all(e in seen.outcome_of_event for e, _ in sent):
-            break
-        await asyncio.sleep(0.5)
+    await until_answered(seen, [e for e, _ in sent], drain_s)
     answered = sum(e in seen.outcome_of_event for e, _ in sent)
     print(f"warm-up (not counted): {len(sent)} comments, {answered} with an outcome, "
           f"{time.monotonic() - started:.0f} s", flush=True)
@@ -372,10 +374,7 @@ def slowest(seen: Seen, requests: set[str], created: dict[str, float], fault_tim
 async def settle(seen: Seen, rows: list[dict[str, Any]], wait_s: float) -> None:
     """Give comments without an outcome a last ``wait_s`` after the last phase; then count them as lost
     (no outcome ever) or late (an outcome after their phase's drain)."""
-    for _ in range(int(wait_s * 2)):
-        if all(e in seen.outcome_of_event for row in rows for e in row["ids"]):
-            break
-        await asyncio.sleep(0.5)
+    await until_answered(seen, [e for row in rows for e in row["ids"]], wait_s)
     for row in rows:
         missing = sum(e not in seen.outcome_of_event for e in row["ids"])
         row["late"] = row["lost"] - missing

@@ -119,13 +119,7 @@ def _frozen_stems(text: str) -> frozenset[str]:
     return frozenset(stem(w) for w in words(split_identifier(text)) if w not in _STOP)
 
 
-_CAMEL_RE = re.compile(r"([a-z])([A-Z])")
-
-
-@lru_cache(maxsize=4096)
-def split_identifier(text: str) -> str:
-    """``getProductInfo_by-link`` -> ``get Product Info by link``."""
-    return _CAMEL_RE.sub(r"\1 \2", text).replace("_", " ").replace("-", " ")
+split_identifier = choice.split_identifier  # ``getProductInfo_by-link`` -> ``get Product Info by link``
 
 
 def _vocab(*items: str) -> set[str]:
@@ -2303,7 +2297,6 @@ def cache_clear() -> None:
     from livehost.understanding import facts
     from livehost.understanding import normalize as norm
 
-    for cached in (stem, _frozen_stems, split_identifier, _any_of, _screened, _nearest_intent, norm.normalize,
-                   norm.gloss, norm.expand_shorthand, facts.humanise_key, facts._cached_stems,
-                   choice.split_identifier):
+    for cached in (stem, _frozen_stems, choice.split_identifier, _any_of, _screened, _nearest_intent,
+                   norm.normalize, norm.gloss, norm.expand_shorthand, facts.humanise_key, facts._cached_stems):
         cached.cache_clear()

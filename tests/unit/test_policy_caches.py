@@ -78,7 +78,7 @@ def test_a_call_key_is_that_of_its_tool_and_arguments() -> None:
 
 
 def test_every_cache_is_bounded() -> None:
-    cached = [reference.stem, reference._frozen_stems, reference.split_identifier, reference._any_of,
+    cached = [reference.stem, reference._frozen_stems, reference._any_of,
               reference._screened, reference._nearest_intent, normalize.normalize, normalize.gloss,
               normalize.expand_shorthand, facts.humanise_key, facts._cached_stems, choice.split_identifier]
     for fn in cached:
