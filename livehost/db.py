@@ -53,6 +53,17 @@ def broken_connection(exc: BaseException) -> bool:
     return isinstance(exc, asyncpg.exceptions._base.InternalClientError)
 
 
+async def keep_session(conn: asyncpg.Connection) -> None:
+    """How a pool connection is reset when it comes back: it is not (beyond asyncpg's own rollback of
+    a transaction left open, which still runs before this).
+
+    asyncpg's default sends ``pg_advisory_unlock_all(); CLOSE ALL; UNLISTEN *; RESET ALL`` on every
+    release: one more round trip and four statements per use, for session state LiveHost never leaves
+    behind. Its locks are transaction-scoped (``pg_advisory_xact_lock``), its settings ``SET LOCAL``, it
+    neither listens nor keeps cursors outside a transaction; the one session-level lock (the migrator's)
+    is released in a ``finally``. ``tests/unit/test_db_session_state.py`` keeps the code that way."""
+
+
 async def connect_pool(dsn: str, *, attempts: int | None = None, min_size: int = 1, max_size: int = 5,
                        initial_s: float = 0.2, max_s: float = 5.0) -> asyncpg.Pool:
     """Open a pool, retrying with backoff until PostgreSQL answers (forever when attempts is None)."""
@@ -61,7 +72,8 @@ async def connect_pool(dsn: str, *, attempts: int | None = None, min_size: int =
         if attempts is not None and attempt >= attempts:
             break
         try:
-            return await asyncpg.create_pool(dsn, min_size=min_size, max_size=max_size, timeout=5)
+            return await asyncpg.create_pool(dsn, min_size=min_size, max_size=max_size, timeout=5,
+                                             reset=keep_session)
         except (TimeoutError, OSError, asyncpg.PostgresError) as exc:
             last = exc
             log.warning("PostgreSQL not reachable (%s); retrying in %.1fs", exc, delay)
