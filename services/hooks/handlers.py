@@ -10,8 +10,9 @@ intent before chit-chat), then age. The handler emits every terminal outcome its
 input rejections, cancellations), so it knows when a room frees up and releases the next request.
 Overload is shed at admission, before any prompt, policy or tool work (``_admit``): a merged
 request is cancelled with a reason starting ``shed:`` when the worker already has its in-flight
-limit of requests in flight (adaptive, at most ``max_in_flight``: it shrinks while requests take
-more than half their budget from release to outcome, and grows back while they are faster), or
+limit of requests in flight (adaptive, at most ``max_in_flight``: it shrinks, at most once per
+generation of requests, while requests take more than half their budget from release to outcome,
+and grows back while they are faster), or
 when the room's queue ahead of it, at the measured service time per request (a moving average of
 release-to-outcome), cannot finish within its time budget. A
 request released from a room queue is shed the same way when its remaining budget is shorter than
@@ -176,6 +177,7 @@ class HooksHandler:
         self.service_ms = 0.0  # moving average of release-to-outcome time (0: nothing measured yet)
         self.service_samples = 0
         self.in_flight_count = 0
+        self._decreased_at_ms = 0  # when the in-flight limit last shrank
         self.schedules: dict[str, RoomSchedule] = {}
         self._seq = itertools.count()
         self._abandoned: OrderedDict[str, None] = OrderedDict()
@@ -244,13 +246,19 @@ class HooksHandler:
         busy = sched is not None and sched.in_flight is not None
         if not busy and self.in_flight_count >= int(self.limit):
             return f"{SHED}system overloaded ({self.in_flight_count} requests in flight)"
-        ahead = (1 if busy else 0) + (len(sched.queue) if sched is not None else 0)
+        queued = len(sched.queue) if sched is not None else 0
+        ahead = (1 if busy else 0) + queued
         remaining = self._admission_deadline(state) - now_ms
+        # The request in flight has been running for a while: only what is left of it counts (counted
+        # whole, a room whose previous request was nearly done shed requests that then had time).
+        work = queued * self.service_ms + self.service_ms
+        if busy and sched is not None:
+            work += max(0.0, self.service_ms - (now_ms - sched.released_ms))
         # Only with work ahead in the room: a request that would start at once is admitted whatever the
         # estimate says. The estimate is learnt from admitted requests only, so shedding those too could
         # never correct a stale one (measured: three slow first requests at start-up, 9.2 s each, then
         # every later request of an idle room shed "0 ahead" for the rest of the run).
-        if ahead and self.service_samples >= SERVICE_MIN_SAMPLES and (ahead + 1) * self.service_ms > remaining:
+        if ahead and self.service_samples >= SERVICE_MIN_SAMPLES and work > remaining:
             return (f"{SHED}room queue ({ahead} ahead at {self.service_ms:.0f} ms each) cannot finish "
                     f"within the remaining {remaining} ms")
         return None
@@ -315,7 +323,13 @@ class HooksHandler:
             else:
                 slow = took > TARGET_SHARE * (int(sched.in_flight["deadline_ms"]) - int(sched.in_flight["created_ms"]))
             if slow:
-                self.limit = max(min(MIN_IN_FLIGHT, self.max_in_flight), self.limit * DECREASE)
+                # Once per generation, as TCP reacts once per round trip: a request released before the
+                # last decrease was admitted under the old limit and says nothing about the new one.
+                # Decreasing for each of them collapsed the limit after a slow start-up (measured: 48 →
+                # 9-18 during the benchmark's warm-up, a third of the goodput lost for minutes after).
+                if sched.released_ms >= self._decreased_at_ms:
+                    self.limit = max(min(MIN_IN_FLIGHT, self.max_in_flight), self.limit * DECREASE)
+                    self._decreased_at_ms = now_ms
             else:
                 self.limit = min(self.max_in_flight, self.limit + 1 / self.limit)
             self._release(room_id, now_ms, done)

@@ -124,3 +124,37 @@ async def test_a_latency_target_sheds_what_the_budget_alone_would_admit() -> Non
         assert bool(shed) is expect_shed, (target, shed)
         if expect_shed:
             assert shed[0]["outcome"] == "cancelled" and shed[0]["reason"].startswith(SHED + "room queue (1 ahead")
+
+
+async def test_slow_requests_of_one_generation_shrink_the_limit_once() -> None:
+    """Eight requests released together and all slow say one thing, that the limit they ran under was
+    too high: one decrease, not eight (0.9 ** 8 would be 43% of it). A request released after that
+    decrease and still slow shrinks it again."""
+    h = handler(max_in_flight=16)
+    budget = min(10_000, HARNESS.limits.time_budget_ms)
+    states = [r["state"] for r in of(await burst(h, T0, ROOMS[:8], "g1"), REQUESTS.name)]
+    assert len(states) == 8
+    end = T0 + WINDOW + budget // 2 + 500
+    for n, state in enumerate(states):
+        await h.on_action(no_reply(state), end + n)
+    assert h.limit == 16 * 0.9
+    (late,) = [r["state"] for r in of(await burst(h, end + 100, ["room-9"], "g2"), REQUESTS.name)]
+    await h.on_action(no_reply(late), end + 100 + WINDOW + budget // 2 + 500)
+    assert h.limit == 16 * 0.9 * 0.9
+
+
+async def test_only_what_is_left_of_the_request_in_flight_counts_against_the_budget() -> None:
+    """Under a 2 s target with 700 ms per request, a request merged while its room's previous one
+    has run 600 ms needs about 100 + 700 ms, and has 1.2 s: admitted. Counting the request in flight
+    whole (1.4 s) shed it. Merged 100 ms into its predecessor instead, it needs 1.3 s: shed."""
+    target, took = 2_000, 700
+    for into, expect_shed in ((600, False), (100, True)):
+        h = handler(latency_target_ms=target)
+        for n in range(3):
+            at = T0 + 4_000 * n
+            (state,) = [r["state"] for r in of(await burst(h, at, ["room-0"], f"a{n}"), REQUESTS.name)]
+            await h.on_action(no_reply(state), at + WINDOW + took)
+        t1 = T0 + 12_000
+        of(await burst(h, t1, ["room-0"], "b"), REQUESTS.name)  # released at t1 + WINDOW
+        shed = of(await burst(h, t1 + into, ["room-0"], "c"), REPLIES.name)  # merged `into` ms after
+        assert bool(shed) is expect_shed, (into, shed)

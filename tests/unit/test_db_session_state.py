@@ -5,7 +5,6 @@ string in the runtime is checked for session-level locks, settings, listeners an
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 from livehost.config import REPO_ROOT
 
