@@ -301,6 +301,7 @@ async def run_steps(settings: Settings, rooms: list[str], rates: list[int], seco
             prefix = f"s{i}x{uuid.uuid4().hex[:6]}"
             collector.by_prefix[prefix] = step
             before = {k: tree_cpu_seconds(pids) for k, pids in procs.items()}
+            own = os.times()  # this process: the load generator and the collector, on the same cores
             t0 = time.monotonic()
             await offer(producer, step, prefix, rooms, seconds)
             deadline = time.monotonic() + drain_s
@@ -308,10 +309,12 @@ async def run_steps(settings: Settings, rooms: list[str], rates: list[int], seco
                 await asyncio.sleep(0.25)
             step.wall_s = time.monotonic() - t0
             step.cpu = {k: tree_cpu_seconds(pids) - before[k] for k, pids in procs.items()}
+            now = os.times()
+            bench_cores = (now.user + now.system - own.user - own.system) / step.wall_s
             row = summarise(step, seconds)
             rows.append(row)
             print(f"  {rate}/s: sent {step.sent}, outcomes {len(step.outcomes)} {row['outcomes']}, "
-                  f"p95 {row['p95']:.2f}s, load {load_avg()}", flush=True)
+                  f"p95 {row['p95']:.2f}s, load {load_avg()}, benchmark process {bench_cores:.2f} cores", flush=True)
             reasons = Counter((r.get("reason") or "")[:60] for r in step.outcomes.values()
                               if r["outcome"] == "cancelled")
             if reasons:
@@ -519,15 +522,16 @@ def tts_table() -> None:
     import bench_voice  # type: ignore[import-not-found]
 
     print("\n## TTS (benchmarks/bench_voice.py): real-time factor and concurrent speaking rooms per core\n")
-    print("| engine | RTF mean | rooms per core (1/RTF) | TTFA p50 ms |")
-    print("|---|---|---|---|")
+    print("| engine | RTF mean (wall) | CPU RTF | rooms per core (1/CPU RTF) | TTFA p50 ms |")
+    print("|---|---|---|---|---|")
     for engine in ("piper", "espeak"):
         try:
             r = bench_voice.bench(engine, 1)
         except Exception as exc:  # an engine missing on this machine is reported, not fatal
-            print(f"| {engine} | unavailable: {exc} | | |")
+            print(f"| {engine} | unavailable: {exc} | | | |")
             continue
-        print(f"| {engine} | {r['rtf_mean']:.3f} | {1 / r['rtf_mean']:.1f} | {r['ttfa_p50_ms']:.0f} |")
+        print(f"| {engine} | {r['rtf_mean']:.3f} | {r['cpu_rtf']:.3f} | {1 / r['cpu_rtf']:.1f} "
+              f"| {r['ttfa_p50_ms']:.0f} |")
 
 
 def main() -> None:

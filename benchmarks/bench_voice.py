@@ -4,7 +4,9 @@
 
 Time to first audio (TTFA) = wall time from calling the streaming API to the first segment's WAV
 being written (planning + first chunk synthesis + file write). Real-time factor (RTF) = total
-synthesis wall time / seconds of audio produced (lower is faster; 0.1 = 10x real time).
+synthesis wall time / seconds of audio produced (lower is faster; 0.1 = 10x real time). CPU RTF =
+the process's CPU seconds (all its threads) / seconds of audio: piper's onnxruntime runs on every core,
+so wall-clock RTF overstates what one core does, and rooms per core is 1 / CPU RTF.
 Model load is measured separately (warm_up) and excluded from TTFA/RTF.
 """
 
@@ -36,6 +38,7 @@ def bench(engine: str, repeat: int) -> dict[str, float]:
     ttfa: list[float] = []
     rtf: list[float] = []
     audio_s = 0.0
+    cpu0 = time.process_time()
     with tempfile.TemporaryDirectory() as d:
         for r in range(repeat):
             for i, text in enumerate(REPLIES):
@@ -54,7 +57,9 @@ def bench(engine: str, repeat: int) -> dict[str, float]:
                 ttfa.append(first or 0.0)
                 rtf.append(wall / total_audio)
                 audio_s += total_audio
+    cpu_s = time.process_time() - cpu0
     return {
+        "cpu_rtf": cpu_s / audio_s,
         "ttfa_p50_ms": 1000 * statistics.median(ttfa),
         "ttfa_max_ms": 1000 * max(ttfa),
         "rtf_mean": statistics.fmean(rtf),
@@ -73,13 +78,13 @@ def main() -> None:
     loads = warm_up(*engines)
     print(
         f"{'engine':8} {'load_s':>7} {'TTFA p50 ms':>12} {'TTFA max ms':>12} {'RTF mean':>9} {'RTF max':>8} "
-        f"{'audio s':>8} {'replies':>7}"
+        f"{'CPU RTF':>8} {'rooms/core':>10} {'audio s':>8} {'replies':>7}"
     )
     for e in engines:
         b = bench(e, args.repeat)
         print(
             f"{e:8} {loads[e]:7.2f} {b['ttfa_p50_ms']:12.1f} {b['ttfa_max_ms']:12.1f} {b['rtf_mean']:9.3f} "
-            f"{b['rtf_max']:8.3f} {b['audio_s']:8.1f} {b['replies']:7d}"
+            f"{b['rtf_max']:8.3f} {b['cpu_rtf']:8.3f} {1 / b['cpu_rtf']:10.1f} {b['audio_s']:8.1f} {b['replies']:7d}"
         )
 
 
