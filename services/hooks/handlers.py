@@ -12,13 +12,14 @@ Overload is shed at admission, before any prompt, policy or tool work (``_admit`
 request is cancelled with a reason starting ``shed:`` when the worker already has its in-flight
 limit of requests in flight (adaptive, at most ``max_in_flight``: it shrinks, at most once per
 generation of requests, while requests take more than half their budget from release to outcome,
-and grows back while they are faster), or
-when the room's queue ahead of it, at the measured service time per request (a moving average of
-release-to-outcome), cannot finish within its time budget. A
-request released from a room queue is shed the same way when its remaining budget is shorter than
-the service time. An optional latency target (``LIVEHOST_HOOKS_LATENCY_TARGET_MS``) takes the
-place of the budget in both checks when it is sooner, and sets what "slow" means for the in-flight
-limit. So under overload requests are refused cheaply instead of expiring mid-flight.
+and grows back while they are faster), or when the work ahead of it in its room — what is left of
+the request in flight and the queued ones, at the measured service time (a moving average of
+release-to-outcome) — and its own service time (that average plus twice its moving mean deviation)
+cannot finish within its time budget. A request released from a room queue is shed the same way
+when its remaining budget is shorter than its own service time. An optional latency target
+(``LIVEHOST_HOOKS_LATENCY_TARGET_MS``) takes the place of the budget in both checks when it is
+sooner, and makes "slow" for the in-flight limit mean answered later than the target after the
+first comment. So under overload requests are refused cheaply instead of expiring mid-flight.
 Stale work is dropped, never queued forever: a queued request past its deadline is cancelled
 (outcome ``cancelled`` with the reason), so is a queued request about the previous product after a
 product switch, and on overflow the lowest-priority, oldest request is dropped. An in-flight
@@ -63,6 +64,11 @@ ABANDON_GRACE_MS = 5_000  # an in-flight request this long past its deadline wit
 _ABANDONED_MEMORY = 4096
 SERVICE_EWMA_ALPHA = 0.2  # weight of the newest release-to-outcome time in the service-time estimate
 SERVICE_MIN_SAMPLES = 3  # finished requests before the estimate is trusted
+# A request's own service time is estimated as the moving average plus SERVICE_DEV_FACTOR moving mean
+# deviations (Jacobson's estimate of a retransmission timeout, RFC 6298): admitting on the average
+# alone let half the admitted requests finish past a latency target.
+SERVICE_DEV_ALPHA = 0.25
+SERVICE_DEV_FACTOR = 2.0
 # The in-flight limit adapts between MIN_IN_FLIGHT and max_in_flight: a request that took longer
 # than TARGET_SHARE of its time budget from release to outcome shrinks it by DECREASE; a faster one
 # grows it by 1/limit (additive increase, multiplicative decrease), so queueing in the pipeline stays
@@ -175,6 +181,7 @@ class HooksHandler:
         self.limit = float(self.max_in_flight)  # the adaptive in-flight limit
         self.latency_target_ms = max(0, latency_target_ms)  # 0: the time budget is the only limit
         self.service_ms = 0.0  # moving average of release-to-outcome time (0: nothing measured yet)
+        self.service_dev = 0.0  # moving mean deviation of it
         self.service_samples = 0
         self.in_flight_count = 0
         self._decreased_at_ms = 0  # when the in-flight limit last shrank
@@ -232,6 +239,10 @@ class HooksHandler:
             sched.in_flight = None
             self.in_flight_count -= 1
 
+    def _own_service_ms(self) -> float:
+        """What a request about to start is expected to take, with a margin for the spread."""
+        return self.service_ms + SERVICE_DEV_FACTOR * self.service_dev
+
     def _admission_deadline(self, state: dict[str, Any]) -> int:
         """When the request must be answered by to be worth starting: its deadline, or sooner under a
         latency target."""
@@ -251,7 +262,7 @@ class HooksHandler:
         remaining = self._admission_deadline(state) - now_ms
         # The request in flight has been running for a while: only what is left of it counts (counted
         # whole, a room whose previous request was nearly done shed requests that then had time).
-        work = queued * self.service_ms + self.service_ms
+        work = queued * self.service_ms + self._own_service_ms()
         if busy and sched is not None:
             work += max(0.0, self.service_ms - (now_ms - sched.released_ms))
         # Only with work ahead in the room: a request that would start at once is admitted whatever the
@@ -275,9 +286,10 @@ class HooksHandler:
                 done.emits.append(self._cancel(q.state, "stale: waited in the room queue past its deadline", now_ms))
                 continue
             target_left = self._admission_deadline(q.state) - now_ms
-            if self.service_samples >= SERVICE_MIN_SAMPLES and self.service_ms > target_left:
+            needed = self._own_service_ms()
+            if self.service_samples >= SERVICE_MIN_SAMPLES and needed > target_left:
                 done.emits.append(self._cancel(q.state, f"{SHED}{target_left} ms left in its budget, "
-                                                        f"{self.service_ms:.0f} ms needed", now_ms))
+                                                        f"{needed:.0f} ms needed", now_ms))
                 continue
             self._start(sched, q.state, now_ms, done)
             return
@@ -315,11 +327,16 @@ class HooksHandler:
         if sched is not None and sched.in_flight is not None and \
                 sched.in_flight["request_id"] == nxt.state["request_id"]:
             took = max(0, now_ms - sched.released_ms)
-            self.service_ms = took if not self.service_samples else \
-                (1 - SERVICE_EWMA_ALPHA) * self.service_ms + SERVICE_EWMA_ALPHA * took
+            if self.service_samples:
+                self.service_dev = (1 - SERVICE_DEV_ALPHA) * self.service_dev + \
+                    SERVICE_DEV_ALPHA * abs(took - self.service_ms)
+                self.service_ms = (1 - SERVICE_EWMA_ALPHA) * self.service_ms + SERVICE_EWMA_ALPHA * took
+            else:
+                self.service_ms = float(took)  # the deviation starts at 0, not at RFC 6298's took / 2:
+                # with fewer samples than that takes to decay, admission would refuse on a guess
             self.service_samples += 1
-            if self.latency_target_ms:  # the part of the objective left after the merge window
-                slow = took > self.latency_target_ms - self._settings.merge_window_ms
+            if self.latency_target_ms:  # the objective is end to end: merging and queueing count too
+                slow = now_ms - int(sched.in_flight["created_ms"]) > self.latency_target_ms
             else:
                 slow = took > TARGET_SHARE * (int(sched.in_flight["deadline_ms"]) - int(sched.in_flight["created_ms"]))
             if slow:

@@ -158,3 +158,30 @@ async def test_only_what_is_left_of_the_request_in_flight_counts_against_the_bud
         of(await burst(h, t1, ["room-0"], "b"), REQUESTS.name)  # released at t1 + WINDOW
         shed = of(await burst(h, t1 + into, ["room-0"], "c"), REPLIES.name)  # merged `into` ms after
         assert bool(shed) is expect_shed, (into, shed)
+
+
+async def test_a_spread_of_service_times_is_a_margin_against_the_target() -> None:
+    """The same 700 ms mean as above, but half the requests take 300 ms and half 1100 ms: a request
+    that would just fit at the mean is shed, because as many again take longer than that."""
+    h = handler(latency_target_ms=2_000)
+    for n, took in enumerate([300, 1100] * 4):
+        at = T0 + 4_000 * n
+        (state,) = [r["state"] for r in of(await burst(h, at, ["room-0"], f"a{n}"), REQUESTS.name)]
+        await h.on_action(no_reply(state), at + WINDOW + took)
+    assert 600 <= h.service_ms <= 800 and h.service_dev > 200
+    t1 = T0 + 40_000
+    of(await burst(h, t1, ["room-0"], "b"), REQUESTS.name)
+    (shed,) = of(await burst(h, t1 + 600, ["room-0"], "c"), REPLIES.name)
+    assert shed["reason"].startswith(SHED + "room queue (1 ahead")
+
+
+async def test_under_a_target_a_request_answered_late_end_to_end_shrinks_the_limit() -> None:
+    """The objective is the time from the first comment: a request whose merge window was flushed late
+    (a busy worker) and then took 1 s answered 2.1 s after its comment, past a 2 s target, although
+    1 s from release alone is well inside it."""
+    h = handler(latency_target_ms=2_000, max_in_flight=16)
+    await h.on_room_event({"event_id": "late-0", "room_id": "room-0", "type": "comment", "user_id": "u-0",
+                           "text": "how much is link 3?", "ts_ms": T0}, T0)
+    (state,) = [r["state"] for r in of(await h.flush(T0 + 1_100), REQUESTS.name)]
+    await h.on_action(no_reply(state), T0 + 2_100)
+    assert h.limit == 16 * 0.9
