@@ -295,14 +295,30 @@ class HooksHandler:
             return
 
     def _expire(self, now_ms: int, done: Handled) -> None:
-        """Cancel stale queued requests; abandon in-flight requests long past their deadline."""
+        """Cancel stale queued requests, and shed queued requests that can no longer finish in time (the
+        room's request in flight ran long, or the service time grew since they were admitted) — at
+        once, instead of letting them wait out their budget; abandon in-flight requests long past
+        their deadline."""
+        trusted = self.service_samples >= SERVICE_MIN_SAMPLES
         for room_id, sched in list(self.schedules.items()):
-            for q in list(sched.queue):
+            ahead_ms = 0.0
+            if sched.in_flight is not None:
+                ahead_ms = max(0.0, self.service_ms - (now_ms - sched.released_ms))
+            for q in sorted(sched.queue, key=Queued.order):
                 if now_ms > int(q.state["deadline_ms"]):
                     sched.queue.remove(q)
                     done.tokens.extend(q.tokens)
                     done.emits.append(self._cancel(q.state, "stale: waited in the room queue past its deadline",
                                                    now_ms))
+                    continue
+                left = self._admission_deadline(q.state) - now_ms
+                if trusted and ahead_ms + self._own_service_ms() > left:
+                    sched.queue.remove(q)
+                    done.tokens.extend(q.tokens)
+                    done.emits.append(self._cancel(q.state, f"{SHED}no longer fits while queued: {ahead_ms:.0f} ms of "
+                                                            f"work ahead, {left} ms left", now_ms))
+                    continue
+                ahead_ms += self.service_ms
             flying = sched.in_flight
             if flying is not None and now_ms > int(flying["deadline_ms"]) + self.abandon_grace_ms:
                 self._forget(flying["request_id"])

@@ -185,3 +185,23 @@ async def test_under_a_target_a_request_answered_late_end_to_end_shrinks_the_lim
     (state,) = [r["state"] for r in of(await h.flush(T0 + 1_100), REQUESTS.name)]
     await h.on_action(no_reply(state), T0 + 2_100)
     assert h.limit == 16 * 0.9
+
+
+async def test_a_queued_request_that_no_longer_fits_is_shed_before_its_deadline() -> None:
+    """Admitted behind a request that then runs long, a queued request is shed as soon as its own
+    service time no longer fits in what is left of its budget, not when the budget has run out."""
+    h = handler()
+    for n in range(3):  # 1 s each from release to outcome
+        at = T0 + 4_000 * n
+        (state,) = [r["state"] for r in of(await burst(h, at, ["room-0"], f"a{n}"), REQUESTS.name)]
+        await h.on_action(no_reply(state), at + WINDOW + 1_000)
+    t1 = T0 + 12_000
+    of(await burst(h, t1, ["room-0"], "b"), REQUESTS.name)  # in flight from t1 + 800, and it hangs
+    assert of(await burst(h, t1 + 100, ["room-0"], "c"), REPLIES.name) == []  # queued
+    (queued,) = h.queued("room-0")
+    deadline = t1 + 100 + HARNESS.limits.time_budget_ms
+    assert of(await h.flush(deadline - 3_000), REPLIES.name) == [] and h.queued("room-0") == [queued]
+    (shed,) = of(await h.flush(deadline - 900), REPLIES.name)  # 1 s of its own work no longer fits
+    assert shed["state"]["request_id"] == queued and shed["outcome"] == "cancelled"
+    assert shed["reason"].startswith(SHED + "no longer fits while queued")
+    assert h.queued("room-0") == []
