@@ -239,6 +239,13 @@ class HooksHandler:
             sched.in_flight = None
             self.in_flight_count -= 1
 
+    def _in_flight_left_ms(self, sched: RoomSchedule, now_ms: int) -> float:
+        """What is left of the room's request in flight at the measured service time: it has been running
+        for a while (counted whole, a room whose request was nearly done shed requests that had time)."""
+        if sched.in_flight is None:
+            return 0.0
+        return max(0.0, self.service_ms - (now_ms - sched.released_ms))
+
     def _own_service_ms(self) -> float:
         """What a request about to start is expected to take, with a margin for the spread."""
         return self.service_ms + SERVICE_DEV_FACTOR * self.service_dev
@@ -260,11 +267,9 @@ class HooksHandler:
         queued = len(sched.queue) if sched is not None else 0
         ahead = (1 if busy else 0) + queued
         remaining = self._admission_deadline(state) - now_ms
-        # The request in flight has been running for a while: only what is left of it counts (counted
-        # whole, a room whose previous request was nearly done shed requests that then had time).
         work = queued * self.service_ms + self._own_service_ms()
-        if busy and sched is not None:
-            work += max(0.0, self.service_ms - (now_ms - sched.released_ms))
+        if sched is not None:
+            work += self._in_flight_left_ms(sched, now_ms)
         # Only with work ahead in the room: a request that would start at once is admitted whatever the
         # estimate says. The estimate is learnt from admitted requests only, so shedding those too could
         # never correct a stale one (measured: three slow first requests at start-up, 9.2 s each, then
@@ -301,9 +306,7 @@ class HooksHandler:
         their deadline."""
         trusted = self.service_samples >= SERVICE_MIN_SAMPLES
         for room_id, sched in list(self.schedules.items()):
-            ahead_ms = 0.0
-            if sched.in_flight is not None:
-                ahead_ms = max(0.0, self.service_ms - (now_ms - sched.released_ms))
+            ahead_ms = self._in_flight_left_ms(sched, now_ms)
             for q in sorted(sched.queue, key=Queued.order):
                 if now_ms > int(q.state["deadline_ms"]):
                     sched.queue.remove(q)
