@@ -36,6 +36,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 import uuid
 from collections import Counter
 from dataclasses import dataclass, field
@@ -46,6 +47,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer  # noqa: E402
 from aiokafka.codec import lz4_encode as lz4_compress  # noqa: E402
+from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
 
 from livehost import codec, topics  # noqa: E402
 from livehost.agent.state import new_state  # noqa: E402
@@ -110,6 +112,15 @@ def _children() -> dict[int, list[int]]:
         if p.name.isdigit():
             out.setdefault(_parent(int(p.name)), []).append(int(p.name))
     return out
+
+
+def machine_cpu() -> dict[str, float]:
+    """The machine's CPU seconds by kind (/proc/stat), to place what no process is billed for: the
+    kernel's interrupt work (softirq: loopback TCP) and time the hypervisor took (steal)."""
+    with open("/proc/stat") as f:
+        fields = f.readline().split()[1:9]
+    names = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
+    return {k: int(v) / TICK for k, v in zip(names, fields, strict=True)}
 
 
 def tree_cpu_seconds(pids: list[int]) -> float:
@@ -280,6 +291,27 @@ def print_table(title: str, rows: list[dict[str, Any]]) -> None:
     for r in rows:
         print(f"| {r['offered']} | " + " | ".join(f"{1000 * r['cpu_per_req'].get(p, 0):.1f}" for p in procs)
               + f" | {r['cpu_util']:.2f} | {100 * r['broker_share']:.0f}% |")
+    print("\nThe machine's cores by kind of work while the load was offered (/proc/stat; user and system "
+          "include every process; the CPU table above also counts the drain that follows):\n")
+    print("| offered/s | user | system | softirq | irq | steal | iowait | idle |")
+    print("|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        m = r["machine"]
+        print(f"| {r['offered']} | {m['user'] + m['nice']:.2f} | {m['system']:.2f} | {m['softirq']:.2f} | "
+              f"{m['irq']:.2f} | {m['steal']:.2f} | {m['iowait']:.2f} | {m['idle']:.2f} |")
+    groups = sorted({g for r in rows for g in r.get("txn", {})})
+    if groups:
+        print("\nTransactional steps' cycle (livehost_kafka_transaction_*): handle ms + commit ms per "
+              "transaction, input records per transaction, transactions/s:\n")
+        print("| offered/s | " + " | ".join(groups) + " |")
+        print("|---|" + "---|" * len(groups))
+        for r in rows:
+            cells = []
+            for g in groups:
+                c = r["txn"].get(g)
+                cells.append(f"{c['handle_ms']:.0f} + {c['commit_ms']:.0f}, {c['records']:.1f} rec, "
+                             f"{c['per_s']:.0f}/s" if c else "-")
+            print(f"| {r['offered']} | " + " | ".join(cells) + " |")
 
 
 def capacity(rows: list[dict[str, Any]]) -> float:
@@ -288,8 +320,48 @@ def capacity(rows: list[dict[str, Any]]) -> float:
     return max(ok, default=0.0)
 
 
+def txn_totals(urls: list[str]) -> dict[tuple[str, str], float]:
+    """Sums of the transactional steps' cycle metrics (livehost.metrics.TXN_SECONDS, TXN_RECORDS) over
+    the processes, keyed (group, series): handle and commit seconds, records, transactions."""
+    totals: dict[tuple[str, str], float] = {}
+    for url in urls:
+        try:
+            text = urllib.request.urlopen(url, timeout=5).read().decode()
+        except OSError:
+            continue  # a process restarting; its figures are missing from this step
+        for family in text_string_to_metric_families(text):
+            if family.name not in ("livehost_kafka_transaction_seconds", "livehost_kafka_transaction_records"):
+                continue
+            for sample in family.samples:
+                group = sample.labels.get("group", "")
+                if sample.name == "livehost_kafka_transaction_seconds_sum":
+                    key = (group, sample.labels["phase"])
+                elif sample.name == "livehost_kafka_transaction_records_sum":
+                    key = (group, "records")
+                elif sample.name == "livehost_kafka_transaction_records_count":
+                    key = (group, "transactions")
+                else:
+                    continue
+                totals[key] = totals.get(key, 0.0) + sample.value
+    return totals
+
+
+def txn_cycle(before: dict[tuple[str, str], float], after: dict[tuple[str, str], float]) -> dict[str, Any]:
+    """Per transactional group over one step: mean handle and commit ms per transaction, records per one."""
+    out: dict[str, Any] = {}
+    for group in sorted({g for g, _ in after}):
+        def delta(series: str, group: str = group) -> float:
+            return after.get((group, series), 0.0) - before.get((group, series), 0.0)
+        n = delta("transactions")
+        if n > 0:
+            out[group] = {"handle_ms": 1000 * delta("handle") / n, "commit_ms": 1000 * delta("commit") / n,
+                          "records": delta("records") / n, "per_s": n}
+    return out
+
+
 async def run_steps(settings: Settings, rooms: list[str], rates: list[int], seconds: float,
-                    procs: dict[str, list[int]], drain_s: float) -> list[dict[str, Any]]:
+                    procs: dict[str, list[int]], drain_s: float,
+                    metrics_urls: list[str] | None = None) -> list[dict[str, Any]]:
     collector = Collector(settings)
     await collector.start()
     producer = AIOKafkaProducer(**client_options(settings), **producer_options(settings), acks="all", linger_ms=5)
@@ -301,9 +373,13 @@ async def run_steps(settings: Settings, rooms: list[str], rates: list[int], seco
             prefix = f"s{i}x{uuid.uuid4().hex[:6]}"
             collector.by_prefix[prefix] = step
             before = {k: tree_cpu_seconds(pids) for k, pids in procs.items()}
+            txn_before = txn_totals(metrics_urls or [])
+            machine_before = machine_cpu()
             own = os.times()  # this process: the load generator and the collector, on the same cores
             t0 = time.monotonic()
             await offer(producer, step, prefix, rooms, seconds)
+            offered_s = time.monotonic() - t0
+            machine_offered = machine_cpu()  # utilisation under load: the drain below dilutes it
             deadline = time.monotonic() + drain_s
             while time.monotonic() < deadline and len(step.outcomes) < step.sent:  # noqa: ASYNC110
                 await asyncio.sleep(0.25)
@@ -312,6 +388,10 @@ async def run_steps(settings: Settings, rooms: list[str], rates: list[int], seco
             now = os.times()
             bench_cores = (now.user + now.system - own.user - own.system) / step.wall_s
             row = summarise(step, seconds)
+            row["machine"] = {k: (machine_offered[k] - machine_before[k]) / offered_s for k in machine_offered}
+            row["txn"] = txn_cycle(txn_before, txn_totals(metrics_urls or []))
+            for cycle in row["txn"].values():
+                cycle["per_s"] /= step.wall_s
             rows.append(row)
             print(f"  {rate}/s: sent {step.sent}, outcomes {len(step.outcomes)} {row['outcomes']}, "
                   f"p95 {row['p95']:.2f}s, load {load_avg()}, benchmark process {bench_cores:.2f} cores", flush=True)
@@ -510,7 +590,8 @@ def run_livehost(root: Path, base_env: dict[str, str], bootstrap: str, broker_pi
         time.sleep(3)
         # warm-up: every room's first request loads its caches
         asyncio.run(run_steps(settings, rooms, [min(20, max(args.rates))], 5, procs, 20))
-        return asyncio.run(run_steps(settings, rooms, args.rates, args.step_s, procs, 12))
+        urls = [proc.metrics_url for sup in sups for proc in sup.procs.values() if proc.metrics_url]
+        return asyncio.run(run_steps(settings, rooms, args.rates, args.step_s, procs, 12, urls))
     finally:
         for sup in sups:
             sup.stop()

@@ -27,3 +27,10 @@ SHED = Counter("livehost_requests_shed_total", "Requests refused at admission, b
                "tool work.", ["why"])  # why: system (in-flight limit) or budget (queue cannot finish in time)
 CONSUMER_LAG = Gauge("livehost_consumer_lag_records", "Records behind the partition end, per consumer group, "
                      "topic and partition (set when a batch is read).", ["group", "topic", "partition"])
+# A transactional step's cycle (livehost.kafka.ConsumerLoop): the batch's handling, then the commit (the
+# offsets, EndTxn), during which the step reads nothing — the cycle is the latency a transactional hop adds.
+TXN_SECONDS = Histogram("livehost_kafka_transaction_seconds", "Phases of a transactional batch: handle "
+                        "(the handlers and their sends) and commit (input offsets and EndTxn).", ["group", "phase"],
+                        buckets=(0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.5))
+TXN_RECORDS = Histogram("livehost_kafka_transaction_records", "Input records per transaction.", ["group"],
+                        buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256))
