@@ -76,3 +76,45 @@ async def test_transient_failures_are_retried_and_poison_records_dead_lettered(k
         dead = await dead_letters(settings, 2.0)
         assert [d["error"] for d in dead] == ["handler: ValueError: cannot handle this record"]
         await producer.stop()
+
+
+def _sample(name: str, **labels: str) -> float:
+    from prometheus_client import REGISTRY
+
+    return REGISTRY.get_sample_value(name, labels) or 0.0
+
+
+async def test_a_transactional_loop_reports_its_cycle(kafka_bootstrap: str) -> None:
+    """The transaction metrics (what bench_throughput's cycle table reads) count every input record
+    once and time both phases of each committed transaction."""
+    settings = Settings(kafka_bootstrap=kafka_bootstrap)
+    await ensure_topics(settings)
+    producer = Producer(settings)
+    await producer.start()
+    group = f"test-txn-{uuid.uuid4().hex[:6]}"
+    seen: list[str] = []  # every record the loop handled: the topic may hold other tests' records too
+    ours = [event(f"metric {i}") for i in range(5)]
+    done = asyncio.Event()
+
+    async def handler(topic: Topic, record: dict[str, Any], rec: Any) -> None:
+        seen.append(record["event_id"])
+        if {e["event_id"] for e in ours} <= set(seen):
+            done.set()
+
+    loop = ConsumerLoop(settings, group, [ROOM_EVENTS], handler, producer, transactional=True)
+    task = asyncio.create_task(loop.run())
+    try:
+        for i, record in enumerate(ours):
+            await producer.send(ROOM_EVENTS, f"room-{i}", record)
+        await asyncio.wait_for(done.wait(), 30)
+        await asyncio.sleep(0.5)  # the last transaction commits after its handler returned
+    finally:
+        loop.stop()
+        await asyncio.wait_for(task, 10)
+        await producer.stop()
+    transactions = _sample("livehost_kafka_transaction_records_count", group=group)
+    assert _sample("livehost_kafka_transaction_records_sum", group=group) == len(seen)
+    assert 1 <= transactions <= len(seen)
+    for phase in ("handle", "commit"):
+        assert _sample("livehost_kafka_transaction_seconds_count", group=group, phase=phase) == transactions
+        assert _sample("livehost_kafka_transaction_seconds_sum", group=group, phase=phase) > 0
