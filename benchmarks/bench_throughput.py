@@ -177,6 +177,7 @@ class Collector:
         self.sizes: list[int] = []
         self.lz4_sizes: list[int] = []
         self.hops: list[int] = []
+        self.hops_per_prompt = 1 if settings.prompt_calls_policy else 2
         self._task: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
@@ -204,9 +205,10 @@ class Collector:
                     self.sizes.append(len(rec.value))
                     if len(self.lz4_sizes) < 200:  # what the producers' lz4 batch compression makes of it
                         self.lz4_sizes.append(len(lz4_compress(rec.value)))
-                    # Kafka records of this request: comment, requests, prompts, actions, tool calls/results, reply
+                    # Kafka records of this request: comment, requests, prompts (unless the prompt step
+                    # calls the policy itself), actions, tool calls/results, reply
                     n_prompt, n_tool = kinds.count("prompt"), kinds.count("tool_call")
-                    self.hops.append(2 + 2 * n_prompt + kinds.count("action") + n_tool)
+                    self.hops.append(2 + self.hops_per_prompt * n_prompt + kinds.count("action") + n_tool)
 
     async def stop(self) -> None:
         if self._task:
@@ -559,6 +561,7 @@ async def prepare(settings: Settings, n_rooms: int) -> list[str]:
 def run_livehost(root: Path, base_env: dict[str, str], bootstrap: str, broker_pid: int, args: argparse.Namespace,
                  label: str, txn: bool) -> list[dict[str, Any]]:
     env = {**base_env, "LIVEHOST_KAFKA_TRANSACTIONS": "true" if txn else "false",
+           "LIVEHOST_PROMPT_CALLS_POLICY": "true" if args.prompt_calls_policy else "false",
            "LIVEHOST_STATE_DIR": str(root / f"state-{label}")}
     old = dict(os.environ)
     os.environ.update(env)
@@ -623,6 +626,8 @@ def main() -> None:
     ap.add_argument("--step-s", type=float, default=20.0)
     ap.add_argument("--replicas", type=int, default=1)
     ap.add_argument("--warmup-s", type=float, default=40.0, help="unmeasured load before the steps")
+    ap.add_argument("--prompt-calls-policy", action="store_true",
+                    help="LIVEHOST_PROMPT_CALLS_POLICY=true: a turn's prompt and policy call in one step")
     ap.add_argument("--transactions", default="true", help="true, false or both")
     ap.add_argument("--floor-rates", default="25,50,100")
     ap.add_argument("--skip-floor", action="store_true")

@@ -3,6 +3,9 @@
 Harness requests run the harness's prompt pipeline on facts from the request's catalog scope.
 ReAct-baseline requests (``policy`` = ``react:<model>``) get the fixed ReAct prompt instead
 (livehost.react.prompt): tools only, no skills, no pipeline.
+
+With a decider (``LIVEHOST_PROMPT_CALLS_POLICY``), the step also asks the policy model and its
+output is the action, as the policy service would have published it.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from livehost.agent.prompt import RenderedPrompt, Sources, build_context, render
 from livehost.harness.provider import HarnessProvider
 from livehost.react import prompt as react_prompt
 from livehost.security.ids import check_state_ids
+from livehost.topics import ACTIONS, PROMPTS, Topic
 
 FAQ_LIMIT = 3
 MEMORY_LIMIT = 5
@@ -30,10 +34,25 @@ class FactSource(Protocol):
     async def memory(self, room_id: str, limit: int, *, scope: str = ...) -> list[str]: ...
 
 
+class Decider(Protocol):
+    """The policy step (services.policy.handlers.PolicyHandler): a prompt record in, an action record out."""
+
+    async def act(self, prompt: dict[str, Any]) -> dict[str, Any]: ...
+
+
 class PromptHandler:
-    def __init__(self, harnesses: HarnessProvider, facts: FactSource):
+    def __init__(self, harnesses: HarnessProvider, facts: FactSource, decider: Decider | None = None):
         self._harnesses = harnesses
         self._facts = facts
+        self._decider = decider
+
+    async def next_record(self, state: dict[str, Any]) -> tuple[Topic, dict[str, Any]]:
+        """What this step publishes for the state's current turn: its prompt, or with a decider the
+        action the policy model chose for that prompt."""
+        prompt = await self.next_prompt(state)
+        if self._decider is None:
+            return PROMPTS, prompt
+        return ACTIONS, await self._decider.act(prompt)
 
     async def render(self, state: dict[str, Any]) -> RenderedPrompt:
         harness = await self._harnesses.get(state["harness_version"])

@@ -1,4 +1,5 @@
-"""Prompt assembly as a service: Kafka (requests and tool results in, prompts out) and gRPC Render."""
+"""Prompt assembly as a service: Kafka (requests and tool results in, prompts out — or actions, with
+LIVEHOST_PROMPT_CALLS_POLICY) and gRPC Render."""
 
 from __future__ import annotations
 
@@ -13,7 +14,9 @@ from livehost.gen.livehost.prompt.v1 import prompt_pb2, prompt_pb2_grpc
 from livehost.harness.runtime import provider_for
 from livehost.kafka import ConsumerLoop, Producer
 from livehost.service import ServiceRuntime
-from livehost.topics import PROMPTS, REQUESTS, TOOL_RESULTS, Topic
+from livehost.topics import REQUESTS, TOOL_RESULTS, Topic
+from services.policy import clients as policy_clients
+from services.policy.handlers import PolicyHandler
 from services.prompt import settings as service_settings
 from services.prompt.clients import PostgresFacts
 from services.prompt.handlers import PromptHandler
@@ -45,12 +48,19 @@ def build(settings: Settings | None = None) -> ServiceRuntime:
     holder: dict[str, Any] = {}
     db = runtime.database()
 
+    # LIVEHOST_PROMPT_CALLS_POLICY: this step also runs the policy step (the same handler and Triton
+    # clients as the policy service), so a turn costs one Kafka hop and one transaction, not two.
+    decider = PolicyHandler(policy_clients.generators(settings), settings.policy_model,
+                            policy_clients.UNAVAILABLE) if settings.prompt_calls_policy else None
+
     async def connect() -> None:
-        holder["handler"] = PromptHandler(await provider_for(settings, "prompt"), PostgresFacts(db.pool))
+        if decider is not None:
+            await policy_clients.wait_for_triton(settings)
+        holder["handler"] = PromptHandler(await provider_for(settings, "prompt"), PostgresFacts(db.pool), decider)
 
     async def on_record(topic: Topic, record: dict[str, Any], rec: ConsumerRecord) -> None:
-        prompt = await holder["handler"].next_prompt(record["state"])
-        await producer.send(PROMPTS, prompt["state"]["room_id"], prompt)
+        out_topic, out = await holder["handler"].next_record(record["state"])
+        await producer.send(out_topic, out["state"]["room_id"], out)
 
     runtime.connect.append(connect)
     runtime.consumers.append(ConsumerLoop(settings, service_settings.GROUP_ID, [REQUESTS, TOOL_RESULTS],

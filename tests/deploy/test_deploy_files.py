@@ -178,6 +178,22 @@ def test_template_renders_every_component(tools: dict[str, str], tool_env: dict[
     assert set(by_kind["ServiceAccount"]) == {"lh-livehost"}
 
 
+@pytest.mark.parametrize("calls_policy", [None, "true", "false"])
+def test_triton_egress_follows_where_the_policy_model_is_called(tools: dict[str, str], tool_env: dict[str, str],
+                                                                calls_policy: str | None) -> None:
+    """Triton is reachable from the policy pods, and from the prompt pods only when the prompt service
+    calls the policy model itself (LIVEHOST_PROMPT_CALLS_POLICY)."""
+    args = ["--set-string", f"config.prompt_calls_policy={calls_policy}"] if calls_policy else []
+    docs = render(tools, tool_env, *args)
+    triton_port = {"port": values()["networkPolicy"]["triton"]["ports"][0], "protocol": "TCP"}
+    reach = {d["metadata"]["name"].removeprefix("lh-livehost-")
+             for d in docs if d["kind"] == "NetworkPolicy"
+             and any(triton_port in e.get("ports", []) for e in d["spec"].get("egress", []))}
+    assert reach == ({"policy", "prompt"} if calls_policy == "true" else {"policy"})
+    config = next(d for d in docs if d["kind"] == "ConfigMap")["data"]
+    assert config.get("LIVEHOST_PROMPT_CALLS_POLICY") == calls_policy
+
+
 def test_full_values_render_optional_objects(tools: dict[str, str], tool_env: dict[str, str]) -> None:
     docs = render(tools, tool_env, "-f", str(FULL_VALUES))
     names = {(d["kind"], d["metadata"]["name"]) for d in docs}
