@@ -167,10 +167,11 @@ class Settings(BaseSettings):
     policy_retries: int = 2
     # The prompt service calls the policy model itself and publishes the action, instead of publishing
     # the prompt for the policy service: a turn takes one Kafka hop and one transaction instead of two.
-    # Measured (README "Throughput and overload"): 12-13% less CPU per request and 14-18% more replies
-    # per second at 50/s. Off by default: the fault suite measured the two-service topology, and on it
-    # a policy crash does not take prompt assembly down with it. On, the prompt pods need Triton (the
-    # chart's network policy follows this value) and the policy service keeps serving gRPC Decide.
+    # Measured (README "Throughput and overload"): 12-13% less CPU per request, 21% more replies per
+    # second at 100/s offered. Off by default: the default topology is the one every fault figure of
+    # the README is for, and in it a policy crash does not take prompt assembly down with it. On, the
+    # prompt pods need Triton (the chart's network policy follows this value) and the policy service
+    # keeps serving gRPC Decide.
     prompt_calls_policy: bool = False
     # How often the tools service re-reads the live fault drills (livehost/commerce/drills.py): the
     # delay until a started or stopped drill takes effect, without a query per tool call.
