@@ -348,8 +348,10 @@ def txn_totals(urls: list[str]) -> dict[tuple[str, str], float]:
     return totals
 
 
-def txn_cycle(before: dict[tuple[str, str], float], after: dict[tuple[str, str], float]) -> dict[str, Any]:
-    """Per transactional group over one step: mean handle and commit ms per transaction, records per one."""
+def txn_cycle(before: dict[tuple[str, str], float], after: dict[tuple[str, str], float],
+              wall_s: float) -> dict[str, Any]:
+    """Per transactional group over one step (``wall_s`` long): mean handle and commit ms per
+    transaction, records per transaction, transactions per second."""
     out: dict[str, Any] = {}
     for group in sorted({g for g, _ in after}):
         def delta(series: str, group: str = group) -> float:
@@ -357,7 +359,7 @@ def txn_cycle(before: dict[tuple[str, str], float], after: dict[tuple[str, str],
         n = delta("transactions")
         if n > 0:
             out[group] = {"handle_ms": 1000 * delta("handle") / n, "commit_ms": 1000 * delta("commit") / n,
-                          "records": delta("records") / n, "per_s": n}
+                          "records": delta("records") / n, "per_s": n / wall_s}
     return out
 
 
@@ -391,9 +393,7 @@ async def run_steps(settings: Settings, rooms: list[str], rates: list[int], seco
             bench_cores = (now.user + now.system - own.user - own.system) / step.wall_s
             row = summarise(step, seconds)
             row["machine"] = {k: (machine_offered[k] - machine_before[k]) / offered_s for k in machine_offered}
-            row["txn"] = txn_cycle(txn_before, txn_totals(metrics_urls or []))
-            for cycle in row["txn"].values():
-                cycle["per_s"] /= step.wall_s
+            row["txn"] = txn_cycle(txn_before, txn_totals(metrics_urls or []), step.wall_s)
             rows.append(row)
             print(f"  {rate}/s: sent {step.sent}, outcomes {len(step.outcomes)} {row['outcomes']}, "
                   f"p95 {row['p95']:.2f}s, load {load_avg()}, benchmark process {bench_cores:.2f} cores", flush=True)

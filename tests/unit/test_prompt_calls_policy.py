@@ -8,27 +8,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from livehost.agent import state as st
-from livehost.config import REPO_ROOT
-from livehost.harness.loader import load
 from livehost.harness.provider import StaticHarnessProvider
 from livehost.topics import ACTIONS, PROMPTS
 from services.policy.handlers import PolicyHandler
 from services.prompt.handlers import PromptHandler
-
-HARNESS = load(REPO_ROOT / "harness" / "default")
-PRODUCT = {"link_id": 3, "sku": "JKT", "title": "Jacket", "price": 299, "currency": "CNY", "attributes": {}}
-
-
-class Facts:
-    async def product(self, room_id: str, link_id: int, *, scope: str = "live") -> dict[str, Any] | None:
-        return PRODUCT
-
-    async def faq(self, room_id: str, query: str, link_id: int | None, limit: int, *,
-                  scope: str = "live") -> list[dict[str, Any]]:
-        return []
-
-    async def memory(self, room_id: str, limit: int, *, scope: str = "live") -> list[str]:
-        return []
+from tests.unit.test_prompt_evidence import HARNESS, Facts  # the same harness and catalog facts
 
 
 @dataclass
