@@ -178,6 +178,7 @@ class Collector:
         self.lz4_sizes: list[int] = []
         self.hops: list[int] = []
         self.hops_per_prompt = 1 if settings.prompt_calls_policy else 2
+        self.turns_in_process = settings.prompt_runs_turns
         self._task: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
@@ -208,7 +209,10 @@ class Collector:
                     # Kafka records of this request: comment, requests, prompts (unless the prompt step
                     # calls the policy itself), actions, tool calls/results, reply
                     n_prompt, n_tool = kinds.count("prompt"), kinds.count("tool_call")
-                    self.hops.append(2 + self.hops_per_prompt * n_prompt + kinds.count("action") + n_tool)
+                    if self.turns_in_process:  # comment, request, the last action, reply
+                        self.hops.append(4)
+                    else:
+                        self.hops.append(2 + self.hops_per_prompt * n_prompt + kinds.count("action") + n_tool)
 
     async def stop(self) -> None:
         if self._task:
@@ -562,6 +566,7 @@ def run_livehost(root: Path, base_env: dict[str, str], bootstrap: str, broker_pi
                  label: str, txn: bool) -> list[dict[str, Any]]:
     env = {**base_env, "LIVEHOST_KAFKA_TRANSACTIONS": "true" if txn else "false",
            "LIVEHOST_PROMPT_CALLS_POLICY": "true" if args.prompt_calls_policy else "false",
+           "LIVEHOST_PROMPT_RUNS_TURNS": "true" if args.prompt_runs_turns else "false",
            "LIVEHOST_STATE_DIR": str(root / f"state-{label}")}
     old = dict(os.environ)
     os.environ.update(env)
@@ -628,6 +633,8 @@ def main() -> None:
     ap.add_argument("--warmup-s", type=float, default=40.0, help="unmeasured load before the steps")
     ap.add_argument("--prompt-calls-policy", action="store_true",
                     help="LIVEHOST_PROMPT_CALLS_POLICY=true: a turn's prompt and policy call in one step")
+    ap.add_argument("--prompt-runs-turns", action="store_true",
+                    help="LIVEHOST_PROMPT_RUNS_TURNS=true: a request's turns, step hooks and tools in one step")
     ap.add_argument("--transactions", default="true", help="true, false or both")
     ap.add_argument("--floor-rates", default="25,50,100")
     ap.add_argument("--skip-floor", action="store_true")

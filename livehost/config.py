@@ -173,6 +173,15 @@ class Settings(BaseSettings):
     # prompt pods need Triton (the chart's network policy follows this value) and the policy service
     # keeps serving gRPC Decide.
     prompt_calls_policy: bool = False
+    # Further still: the prompt service also applies the step hooks and runs the tools in process,
+    # turn after turn, and publishes only the action that ends the request (a reply, no reply, a
+    # fallback) to agent.actions, where the hooks processor decides the outcome and frees the room as
+    # before. A served request then crosses ~6 Kafka hops instead of ~13 and one transaction in the
+    # agent's steps instead of one per turn and tool call. Implies prompt_calls_policy. What it gives
+    # up: a crash mid-request re-runs the request's turns from its agent.requests record, so a policy
+    # that samples may choose other tool arguments the second time (side effects are deduplicated by
+    # request, tool and arguments); the tools service then serves only gRPC Execute.
+    prompt_runs_turns: bool = False
     # How often the tools service re-reads the live fault drills (livehost/commerce/drills.py): the
     # delay until a started or stopped drill takes effect, without a query per tool call.
     tool_drill_refresh_s: float = 1.0

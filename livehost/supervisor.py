@@ -20,7 +20,7 @@ import os
 import signal
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from livehost.config import REPO_ROOT, Settings
@@ -179,6 +179,16 @@ class Supervisor:
             proc = self.procs.pop(name, None)
             if proc is not None:
                 stop_pid(proc.pid, timeout=10.0)
+
+    def restart(self, key: str, env: dict[str, str]) -> None:
+        """Stop one process and start it again with ``env`` on top of its environment (an operator's
+        setting change on one replica; the tests switch options this way). Returns when it is ready."""
+        old = self.procs[key]
+        self.stop((key,))
+        proc = replace(old, pid=0, env={**old.env, **env}, state="starting", restarts=0)
+        self._spawn(proc)
+        self.procs[key] = proc
+        self.wait_ready(timeout=120)
 
     def tail(self, name: str) -> str:
         return log_tail(self.procs[name].log_path)

@@ -50,6 +50,14 @@ def correct(state: dict[str, Any], hook: str, reason: str, message: str) -> Next
     return Next("turn", state)
 
 
+def action_from_record(record: dict[str, Any]) -> dict[str, Any]:
+    """The parsed action of an AgentAction record, as the step hooks take it."""
+    kind = record["kind"]
+    return {"kind": kind, "skill": record.get("skill"), "tool": record.get("tool"),
+            "arguments": json.loads(record.get("arguments_json") or "{}"), "text": record.get("text"),
+            "reason": record.get("reason"), "error": record.get("reason") if kind == "invalid" else None}
+
+
 def idempotency_key(state: dict[str, Any], tool: str, arguments: dict[str, Any]) -> str:
     blob = json.dumps([state["request_id"], tool, arguments], sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:32]

@@ -12,6 +12,7 @@ import concurrent.futures
 import contextlib
 import json
 import os
+import random
 import re
 import signal
 import socket
@@ -72,8 +73,26 @@ class Running:
 # --- ports ---------------------------------------------------------------------------------------
 
 
+def _ephemeral_low() -> int:
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
 def free_port(host: str = HOST) -> int:
-    """A TCP port nobody listens on right now (the kernel's choice)."""
+    """A TCP port nobody listens on right now.
+
+    Drawn below the kernel's ephemeral range when there is room: a port from that range (bind to 0)
+    can be taken, between this call and the server's bind, as the source port of any outgoing
+    connection — a Kafka client's, say — and the server then fails with "address already in use"
+    (seen once in the e2e suite's start-up)."""
+    low = _ephemeral_low()
+    if low > 12_000:
+        for _ in range(50):
+            port = random.randrange(10_000, low)
+            if not port_in_use(port, host):
+                return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((host, 0))
         return int(sock.getsockname()[1])

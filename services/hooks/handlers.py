@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from livehost.agent import state as st
-from livehost.agent.loop import Next, after_action, fallback, terminal
+from livehost.agent.loop import Next, action_from_record, after_action, fallback, terminal
 from livehost.agent.merge import Batch, Merger
 from livehost.config import Settings
 from livehost.harness.provider import HarnessProvider
@@ -128,13 +128,6 @@ def route(nxt: Next, now_ms: int) -> Emit:
         assert nxt.tool_call is not None
         return Emit(TOOL_CALLS, key, {"state": nxt.state, **nxt.tool_call})
     return Emit(REPLIES, key, reply_record(nxt, now_ms))
-
-
-def action_from_record(record: dict[str, Any]) -> dict[str, Any]:
-    kind = record["kind"]
-    return {"kind": kind, "skill": record.get("skill"), "tool": record.get("tool"),
-            "arguments": json.loads(record.get("arguments_json") or "{}"), "text": record.get("text"),
-            "reason": record.get("reason"), "error": record.get("reason") if kind == "invalid" else None}
 
 
 @dataclass

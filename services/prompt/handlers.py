@@ -5,24 +5,33 @@ ReAct-baseline requests (``policy`` = ``react:<model>``) get the fixed ReAct pro
 (livehost.react.prompt): tools only, no skills, no pipeline.
 
 With a decider (``LIVEHOST_PROMPT_CALLS_POLICY``), the step also asks the policy model and its
-output is the action, as the policy service would have published it.
+output is the action, as the policy service would have published it. With a tool runner as well
+(``LIVEHOST_PROMPT_RUNS_TURNS``) the step goes on in process as the hooks processor and the tools
+service would: it applies the step hooks to the action (``after_action``, the same pure function the
+hooks processor runs), runs the tool call or the next turn, and asks again, until an action ends the
+request. Only that last action is published: the hooks processor applies the step hooks to it once
+more, records the outcome and frees the room, exactly as for an action from the policy service.
 """
 
 from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from livehost.agent import state as st
+from livehost.agent.loop import Next, action_from_record, after_action
 from livehost.agent.prompt import RenderedPrompt, Sources, build_context, render
 from livehost.harness.provider import HarnessProvider
 from livehost.react import prompt as react_prompt
+from livehost.react.loop import after_react_action
 from livehost.security.ids import check_state_ids
 from livehost.topics import ACTIONS, PROMPTS, Topic
 
 FAQ_LIMIT = 3
 MEMORY_LIMIT = 5
+MAX_TURNS_IN_PROCESS = 32
 
 
 class FactSource(Protocol):
@@ -40,19 +49,51 @@ class Decider(Protocol):
     async def act(self, prompt: dict[str, Any]) -> dict[str, Any]: ...
 
 
+class ToolRunner(Protocol):
+    """The tools step (services.tools.handlers.ToolsHandler): a tool call record in, its result record out."""
+
+    async def on_call(self, call: dict[str, Any]) -> dict[str, Any]: ...
+
+
 class PromptHandler:
-    def __init__(self, harnesses: HarnessProvider, facts: FactSource, decider: Decider | None = None):
+    def __init__(self, harnesses: HarnessProvider, facts: FactSource, decider: Decider | None = None,
+                 tools: ToolRunner | None = None, now_ms: Callable[[], int] = st.now_ms):
+        if tools is not None and decider is None:
+            raise ValueError("running tools in process needs the policy step in process too")
         self._harnesses = harnesses
         self._facts = facts
         self._decider = decider
+        self._tools = tools
+        self._now_ms = now_ms
 
     async def next_record(self, state: dict[str, Any]) -> tuple[Topic, dict[str, Any]]:
-        """What this step publishes for the state's current turn: its prompt, or with a decider the
-        action the policy model chose for that prompt."""
+        """What this step publishes for the state's current turn: its prompt; with a decider the
+        action the policy model chose for that prompt; with a tool runner too, the action that ends
+        the request."""
         prompt = await self.next_prompt(state)
         if self._decider is None:
             return PROMPTS, prompt
-        return ACTIONS, await self._decider.act(prompt)
+        action = await self._decider.act(prompt)
+        if self._tools is None:
+            return ACTIONS, action
+        # The harness's turn limit bounds the loop (after_action ends the request on the last turn);
+        # the cap guards against a harness edit that would not.
+        for _ in range(MAX_TURNS_IN_PROCESS):
+            nxt = await self._after(action)
+            if nxt.route == "terminal":
+                break
+            if nxt.route == "tool_call":
+                assert nxt.tool_call is not None
+                nxt.state = (await self._tools.on_call({"state": nxt.state, **nxt.tool_call}))["state"]
+            action = await self._decider.act(await self.next_prompt(nxt.state))
+        return ACTIONS, action
+
+    async def _after(self, record: dict[str, Any]) -> Next:
+        """Where the step hooks send an action (the hooks processor's routing, without its room schedule)."""
+        state = record["state"]
+        harness = await self._harnesses.get(state["harness_version"])
+        after = after_react_action if st.is_react(state) else after_action
+        return after(harness, state, action_from_record(record), self._now_ms())
 
     async def render(self, state: dict[str, Any]) -> RenderedPrompt:
         harness = await self._harnesses.get(state["harness_version"])

@@ -1,5 +1,5 @@
 """Prompt assembly as a service: Kafka (requests and tool results in, prompts out — or actions, with
-LIVEHOST_PROMPT_CALLS_POLICY) and gRPC Render."""
+LIVEHOST_PROMPT_CALLS_POLICY or LIVEHOST_PROMPT_RUNS_TURNS) and gRPC Render."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from services.policy.handlers import PolicyHandler
 from services.prompt import settings as service_settings
 from services.prompt.clients import PostgresFacts
 from services.prompt.handlers import PromptHandler
+from services.tools import server as tools_server
 
 
 class PromptServicer(prompt_pb2_grpc.PromptAssemblyServiceServicer):
@@ -50,13 +51,18 @@ def build(settings: Settings | None = None) -> ServiceRuntime:
 
     # LIVEHOST_PROMPT_CALLS_POLICY: this step also runs the policy step (the same handler and Triton
     # clients as the policy service), so a turn costs one Kafka hop and one transaction, not two.
+    # LIVEHOST_PROMPT_RUNS_TURNS: and the step hooks and tools too, turn after turn, until the action
+    # that ends the request.
+    calls_policy = settings.prompt_calls_policy or settings.prompt_runs_turns
     decider = PolicyHandler(policy_clients.generators(settings), settings.policy_model,
-                            policy_clients.UNAVAILABLE) if settings.prompt_calls_policy else None
+                            policy_clients.UNAVAILABLE) if calls_policy else None
 
     async def connect() -> None:
         if decider is not None:
             await policy_clients.wait_for_triton(settings)
-        holder["handler"] = PromptHandler(await provider_for(settings, "prompt"), PostgresFacts(db.pool), decider)
+        harnesses = await provider_for(settings, "prompt")
+        tools = tools_server.make_handler(settings, db.pool, harnesses) if settings.prompt_runs_turns else None
+        holder["handler"] = PromptHandler(harnesses, PostgresFacts(db.pool), decider, tools)
 
     async def on_record(topic: Topic, record: dict[str, Any], rec: ConsumerRecord) -> None:
         out_topic, out = await holder["handler"].next_record(record["state"])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import asyncpg
 import grpc
 from aiokafka import ConsumerRecord
 
@@ -14,6 +15,7 @@ from livehost.commerce.executor import ToolExecutor
 from livehost.commerce.store import CommerceStore
 from livehost.config import Settings, load_settings
 from livehost.gen.livehost.tools.v1 import tools_pb2, tools_pb2_grpc
+from livehost.harness.provider import HarnessProvider
 from livehost.harness.runtime import provider_for
 from livehost.kafka import ConsumerLoop, Producer
 from livehost.security import pki_dir
@@ -57,6 +59,14 @@ class ToolsServicer(tools_pb2_grpc.ToolExecutionServiceServicer):
             for t in harness.tools])
 
 
+def make_handler(settings: Settings, pool: asyncpg.Pool, harnesses: HarnessProvider) -> ToolsHandler:
+    """The tools step as this service runs it (and the prompt service, with LIVEHOST_PROMPT_RUNS_TURNS):
+    the commerce store, sandbox faults, live drills, and attestation checks against the LiveHost CA."""
+    return ToolsHandler(harnesses, ToolExecutor(CommerceStore(pool)), PostgresFaults(pool),
+                        verifier=Verifier.from_pki(pki_dir(settings), settings.grpc_roles),
+                        drills=LiveDrills(pool, settings.tool_drill_refresh_s))
+
+
 def build(settings: Settings | None = None) -> ServiceRuntime:
     settings = settings or load_settings()
     producer = Producer(settings)
@@ -65,11 +75,8 @@ def build(settings: Settings | None = None) -> ServiceRuntime:
     db = runtime.database()
 
     async def connect() -> None:
-        pool = db.pool
         holder["harnesses"] = await provider_for(settings, "tools")
-        holder["handler"] = ToolsHandler(holder["harnesses"], ToolExecutor(CommerceStore(pool)), PostgresFaults(pool),
-                                         verifier=Verifier.from_pki(pki_dir(settings), settings.grpc_roles),
-                                         drills=LiveDrills(pool, settings.tool_drill_refresh_s))
+        holder["handler"] = make_handler(settings, db.pool, holder["harnesses"])
 
     async def on_call(topic: Topic, record: dict[str, Any], rec: ConsumerRecord) -> None:
         result = await holder["handler"].on_call(record)

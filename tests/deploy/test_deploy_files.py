@@ -178,20 +178,21 @@ def test_template_renders_every_component(tools: dict[str, str], tool_env: dict[
     assert set(by_kind["ServiceAccount"]) == {"lh-livehost"}
 
 
-@pytest.mark.parametrize("calls_policy", [None, "true", "false"])
+@pytest.mark.parametrize("option", ["prompt_calls_policy", "prompt_runs_turns"])
+@pytest.mark.parametrize("value", [None, "true", "false"])
 def test_triton_egress_follows_where_the_policy_model_is_called(tools: dict[str, str], tool_env: dict[str, str],
-                                                                calls_policy: str | None) -> None:
+                                                                option: str, value: str | None) -> None:
     """Triton is reachable from the policy pods, and from the prompt pods only when the prompt service
-    calls the policy model itself (LIVEHOST_PROMPT_CALLS_POLICY)."""
-    args = ["--set-string", f"config.prompt_calls_policy={calls_policy}"] if calls_policy else []
+    calls the policy model itself (LIVEHOST_PROMPT_CALLS_POLICY, or LIVEHOST_PROMPT_RUNS_TURNS)."""
+    args = ["--set-string", f"config.{option}={value}"] if value else []
     docs = render(tools, tool_env, *args)
     triton_port = {"port": values()["networkPolicy"]["triton"]["ports"][0], "protocol": "TCP"}
     reach = {d["metadata"]["name"].removeprefix("lh-livehost-")
              for d in docs if d["kind"] == "NetworkPolicy"
              and any(triton_port in e.get("ports", []) for e in d["spec"].get("egress", []))}
-    assert reach == ({"policy", "prompt"} if calls_policy == "true" else {"policy"})
+    assert reach == ({"policy", "prompt"} if value == "true" else {"policy"})
     config = next(d for d in docs if d["kind"] == "ConfigMap")["data"]
-    assert config.get("LIVEHOST_PROMPT_CALLS_POLICY") == calls_policy
+    assert config.get(f"LIVEHOST_{option.upper()}") == value
 
 
 def test_full_values_render_optional_objects(tools: dict[str, str], tool_env: dict[str, str]) -> None:

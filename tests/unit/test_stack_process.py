@@ -150,3 +150,13 @@ def test_manager_rejects_unknown_components_and_reports_empty_state(
     assert set(st) == {"kafka", "postgres", "triton"}
     assert not any(v["healthy"] or v["recorded"] for v in st.values())
     assert manager.down(echo=lambda _m: None) == []
+
+
+def test_free_ports_stay_out_of_the_kernel_s_ephemeral_range_when_there_is_room() -> None:
+    """Outgoing connections take their source ports from that range, and could take ours before the
+    server binds it."""
+    low, _ = (int(x) for x in Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
+    ports = [free_port() for _ in range(20)]
+    if low > 12_000:
+        assert all(p < low for p in ports), ports
+    assert all(not port_in_use(p) for p in ports)
