@@ -565,8 +565,8 @@ async def prepare(settings: Settings, n_rooms: int) -> list[str]:
 def run_livehost(root: Path, base_env: dict[str, str], bootstrap: str, broker_pid: int, args: argparse.Namespace,
                  label: str, txn: bool) -> list[dict[str, Any]]:
     env = {**base_env, "LIVEHOST_KAFKA_TRANSACTIONS": "true" if txn else "false",
-           "LIVEHOST_PROMPT_CALLS_POLICY": "true" if args.prompt_calls_policy else "false",
-           "LIVEHOST_PROMPT_RUNS_TURNS": "true" if args.prompt_runs_turns else "false",
+           "LIVEHOST_PROMPT_CALLS_POLICY": "true" if args.turns == "prompt-policy" else "false",
+           "LIVEHOST_PROMPT_RUNS_TURNS": "true" if args.turns == "prompt" else "false",
            "LIVEHOST_STATE_DIR": str(root / f"state-{label}")}
     old = dict(os.environ)
     os.environ.update(env)
@@ -631,10 +631,10 @@ def main() -> None:
     ap.add_argument("--step-s", type=float, default=20.0)
     ap.add_argument("--replicas", type=int, default=1)
     ap.add_argument("--warmup-s", type=float, default=40.0, help="unmeasured load before the steps")
-    ap.add_argument("--prompt-calls-policy", action="store_true",
-                    help="LIVEHOST_PROMPT_CALLS_POLICY=true: a turn's prompt and policy call in one step")
-    ap.add_argument("--prompt-runs-turns", action="store_true",
-                    help="LIVEHOST_PROMPT_RUNS_TURNS=true: a request's turns, step hooks and tools in one step")
+    ap.add_argument("--turns", choices=("prompt", "prompt-policy", "services"), default="prompt",
+                    help="where a request's turns run: all in the prompt step (the default, "
+                         "LIVEHOST_PROMPT_RUNS_TURNS), prompt and policy in one step and hooks and tools over "
+                         "Kafka (LIVEHOST_PROMPT_CALLS_POLICY), or every step its own service")
     ap.add_argument("--transactions", default="true", help="true, false or both")
     ap.add_argument("--floor-rates", default="25,50,100")
     ap.add_argument("--skip-floor", action="store_true")
@@ -653,7 +653,8 @@ def main() -> None:
     signal.signal(signal.SIGTERM, interrupted)
     args.rates = [int(x) for x in args.rates.split(",")]
     print(f"# bench_throughput: {os.cpu_count()} cores, load average at start {load_avg()}, "
-          f"rates {args.rates}, {args.step_s:.0f} s per rate, replicas {args.replicas}", flush=True)
+          f"rates {args.rates}, {args.step_s:.0f} s per rate, replicas {args.replicas}, "
+          f"turns run in: {args.turns}", flush=True)
     arms = {"true": [True], "false": [False], "both": [True, False]}[args.transactions]
     with tempfile.TemporaryDirectory(prefix="bench-tp-") as tmp:
         root = Path(tmp)

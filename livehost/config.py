@@ -165,23 +165,24 @@ class Settings(BaseSettings):
     policy_models: list[str] = ["policy_reference", "policy_llm"]
     policy_timeout_s: float = 5.0
     policy_retries: int = 2
-    # The prompt service calls the policy model itself and publishes the action, instead of publishing
-    # the prompt for the policy service: a turn takes one Kafka hop and one transaction instead of two.
-    # Measured (README "Throughput and overload"): 12-13% less CPU per request, 21% more replies per
-    # second at 100/s offered. Off by default: the default topology is the one every fault figure of
-    # the README is for, and in it a policy crash does not take prompt assembly down with it. On, the
-    # prompt pods need Triton (the chart's network policy follows this value) and the policy service
-    # keeps serving gRPC Decide.
+    # Where a request's turns run (README "Throughput and overload").
+    # prompt_runs_turns (the default): the prompt service runs them all in process — prompt, the policy
+    # model on Triton, the step hooks, the tools — and publishes only the action that ends the request
+    # (a reply, no reply, a fallback) to agent.actions, where the hooks processor applies the step hooks
+    # once more, records the outcome and frees the room. A served request crosses 4 Kafka records
+    # (comment, request, last action, reply) instead of ~13, and one transaction in the agent's steps
+    # instead of one per turn and tool call: measured, twice the capacity with transactions (49.6 vs 25
+    # requests/s) and p95 1.36 s at 50/s (4.7 s). What it gives up: a crash mid-request re-runs the
+    # request's turns from its agent.requests record (nothing of the first run was published), so a
+    # policy that samples may choose other tool arguments the second time (side effects are
+    # deduplicated by request, tool and arguments); and the prompt pods need Triton and the tools'
+    # database rights. The policy and tools services keep serving gRPC Decide and Execute, and their
+    # Kafka steps run again when this is off.
+    prompt_runs_turns: bool = True
+    # With prompt_runs_turns off: the prompt service still calls the policy model itself (one Kafka hop
+    # and one transaction per turn instead of two) and the hooks processor and tools service take the
+    # other steps over Kafka. Both off: every step is its own service, as in the design sketch.
     prompt_calls_policy: bool = False
-    # Further still: the prompt service also applies the step hooks and runs the tools in process,
-    # turn after turn, and publishes only the action that ends the request (a reply, no reply, a
-    # fallback) to agent.actions, where the hooks processor decides the outcome and frees the room as
-    # before. A served request then crosses ~6 Kafka hops instead of ~13 and one transaction in the
-    # agent's steps instead of one per turn and tool call. Implies prompt_calls_policy. What it gives
-    # up: a crash mid-request re-runs the request's turns from its agent.requests record, so a policy
-    # that samples may choose other tool arguments the second time (side effects are deduplicated by
-    # request, tool and arguments); the tools service then serves only gRPC Execute.
-    prompt_runs_turns: bool = False
     # How often the tools service re-reads the live fault drills (livehost/commerce/drills.py): the
     # delay until a started or stopped drill takes effect, without a query per tool call.
     tool_drill_refresh_s: float = 1.0

@@ -178,21 +178,34 @@ def test_template_renders_every_component(tools: dict[str, str], tool_env: dict[
     assert set(by_kind["ServiceAccount"]) == {"lh-livehost"}
 
 
-@pytest.mark.parametrize("option", ["prompt_calls_policy", "prompt_runs_turns"])
-@pytest.mark.parametrize("value", [None, "true", "false"])
+@pytest.mark.parametrize(("runs_turns", "calls_policy", "prompt_reaches_triton"), [
+    (None, None, True),  # the chart's default: the prompt pods run the turns
+    ("false", None, False), ("false", "false", False), ("false", "true", True), ("true", "false", True)])
 def test_triton_egress_follows_where_the_policy_model_is_called(tools: dict[str, str], tool_env: dict[str, str],
-                                                                option: str, value: str | None) -> None:
+                                                                runs_turns: str | None, calls_policy: str | None,
+                                                                prompt_reaches_triton: bool) -> None:
     """Triton is reachable from the policy pods, and from the prompt pods only when the prompt service
-    calls the policy model itself (LIVEHOST_PROMPT_CALLS_POLICY, or LIVEHOST_PROMPT_RUNS_TURNS)."""
-    args = ["--set-string", f"config.{option}={value}"] if value else []
+    calls the policy model itself (LIVEHOST_PROMPT_RUNS_TURNS, the default, or LIVEHOST_PROMPT_CALLS_POLICY)."""
+    args: list[str] = []
+    for option, value in (("prompt_runs_turns", runs_turns), ("prompt_calls_policy", calls_policy)):
+        if value is not None:
+            args += ["--set-string", f"config.{option}={value}"]
     docs = render(tools, tool_env, *args)
     triton_port = {"port": values()["networkPolicy"]["triton"]["ports"][0], "protocol": "TCP"}
     reach = {d["metadata"]["name"].removeprefix("lh-livehost-")
              for d in docs if d["kind"] == "NetworkPolicy"
              and any(triton_port in e.get("ports", []) for e in d["spec"].get("egress", []))}
-    assert reach == ({"policy", "prompt"} if value == "true" else {"policy"})
+    assert reach == ({"policy", "prompt"} if prompt_reaches_triton else {"policy"})
     config = next(d for d in docs if d["kind"] == "ConfigMap")["data"]
-    assert config.get(f"LIVEHOST_{option.upper()}") == value
+    assert config.get("LIVEHOST_PROMPT_RUNS_TURNS") == (runs_turns or "true")
+    assert config.get("LIVEHOST_PROMPT_CALLS_POLICY") == calls_policy
+
+
+def test_the_chart_and_the_settings_agree_on_where_the_turns_run() -> None:
+    from livehost.config import Settings
+
+    default = Settings.model_fields["prompt_runs_turns"].default
+    assert values()["config"]["prompt_runs_turns"] == str(default).lower()
 
 
 def test_full_values_render_optional_objects(tools: dict[str, str], tool_env: dict[str, str]) -> None:

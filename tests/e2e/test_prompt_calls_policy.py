@@ -1,18 +1,22 @@
-"""The prompt step's in-process options on the whole system (the prompt service restarted with each):
+"""Where a request's turns run, on the whole system (the prompt service restarted with each setting):
 
-- LIVEHOST_PROMPT_CALLS_POLICY: it asks Triton itself and publishes the action; nothing goes through
-  agent.prompts;
-- LIVEHOST_PROMPT_RUNS_TURNS: it runs the step hooks and tools too; a request that needs a tool is
-  answered with nothing on agent.prompts or agent.tool_calls, and the hooks processor still records
-  the outcome."""
+- LIVEHOST_PROMPT_RUNS_TURNS (the default): the prompt step runs the policy, step hooks and tools too;
+  a request that needs a tool is answered with nothing on agent.prompts or agent.tool_calls, and the
+  hooks processor still records the outcome;
+- LIVEHOST_PROMPT_CALLS_POLICY alone: it asks Triton itself and publishes the action; nothing goes
+  through agent.prompts;
+- both off: every step is its own service, and the request crosses agent.prompts and agent.tool_calls."""
 
 from __future__ import annotations
 
+from livehost.config import Settings
 from livehost.topics import PROMPTS, TOOL_CALLS
 from tests.e2e.conftest import System
 from tests.e2e.test_end_to_end import publish_comment, reply_for, wait_for
 
 OFF = {"LIVEHOST_PROMPT_CALLS_POLICY": "false", "LIVEHOST_PROMPT_RUNS_TURNS": "false"}
+DEFAULT = {f"LIVEHOST_{name.upper()}": str(Settings.model_fields[name].default).lower()
+           for name in ("prompt_calls_policy", "prompt_runs_turns")}  # restored after each test
 
 
 async def test_the_prompt_step_calls_the_policy_model_itself(system: System) -> None:
@@ -29,7 +33,7 @@ async def test_the_prompt_step_calls_the_policy_model_itself(system: System) -> 
                                               lambda t, v: v["state"]["request_id"] == request_id, timeout=3)
         assert went_through_prompts is None, "with the option the prompt step must publish actions, not prompts"
     finally:
-        system.supervisor.restart("prompt", OFF)
+        system.supervisor.restart("prompt", DEFAULT)
 
 
 async def test_the_prompt_step_runs_the_turns_and_tools_itself(system: System) -> None:
@@ -48,4 +52,18 @@ async def test_the_prompt_step_runs_the_turns_and_tools_itself(system: System) -
                                 lambda t, v: v["state"]["request_id"] == request_id, timeout=3)
         assert hopped is None, "with the option the turns and the tool call stay in the prompt process"
     finally:
-        system.supervisor.restart("prompt", OFF)
+        system.supervisor.restart("prompt", DEFAULT)
+
+
+async def test_with_both_off_every_step_is_its_own_service(system: System) -> None:
+    system.supervisor.restart("prompt", OFF)
+    try:
+        event_id = await publish_comment(system, "room-a", "u-302", "how much is link 3?")
+        reply = await reply_for(system, event_id)
+        assert reply is not None and reply["outcome"] == "reply", reply
+        request_id = reply["state"]["request_id"]
+        for topic in (PROMPTS, TOOL_CALLS):
+            hopped = await wait_for(system, [topic], lambda t, v: v["state"]["request_id"] == request_id, timeout=10)
+            assert hopped is not None, f"with both options off the request crosses {topic.name}"
+    finally:
+        system.supervisor.restart("prompt", DEFAULT)
