@@ -175,9 +175,10 @@ class Settings(BaseSettings):
     # requests/s) and p95 1.36 s at 50/s (4.7 s). What it gives up: a crash mid-request re-runs the
     # request's turns from its agent.requests record (nothing of the first run was published), so a
     # policy that samples may choose other tool arguments the second time (side effects are
-    # deduplicated by request, tool and arguments); and the prompt pods need Triton and the tools'
-    # database rights. The policy and tools services keep serving gRPC Decide and Execute, and their
-    # Kafka steps run again when this is off.
+    # deduplicated by request, tool and arguments); a product switch is noticed at the last action,
+    # not between turns; and the prompt pods need Triton and the tools' database rights. The policy
+    # and tools services keep serving gRPC Decide and Execute, and their Kafka steps run again when
+    # this is off.
     prompt_runs_turns: bool = True
     # With prompt_runs_turns off: the prompt service still calls the policy model itself (one Kafka hop
     # and one transaction per turn instead of two) and the hooks processor and tools service take the
