@@ -70,12 +70,11 @@ class PromptHandler:
         """What this step publishes for the state's current turn: its prompt; with a decider the
         action the policy model chose for that prompt; with a tool runner too, the action that ends
         the request."""
-        prompt = await self.next_prompt(state)
-        if self._decider is None:
-            return PROMPTS, prompt
-        action = await self._decider.act(prompt)
-        if self._tools is None:
-            return ACTIONS, action
+        if self._decider is None or self._tools is None:
+            prompt = await self.next_prompt(state)
+            return (PROMPTS, prompt) if self._decider is None else (ACTIONS, await self._decider.act(prompt))
+        memo: dict[str, Sources] = {}
+        action = await self._decider.act(await self.next_prompt(state, memo))
         # The harness's turn limit bounds the loop (after_action ends the request on the last turn);
         # the cap guards against a harness edit that would not.
         for _ in range(MAX_TURNS_IN_PROCESS):
@@ -85,7 +84,7 @@ class PromptHandler:
             if nxt.route == "tool_call":
                 assert nxt.tool_call is not None
                 nxt.state = (await self._tools.on_call({"state": nxt.state, **nxt.tool_call}))["state"]
-            action = await self._decider.act(await self.next_prompt(nxt.state))
+            action = await self._decider.act(await self.next_prompt(nxt.state, memo))
         return ACTIONS, action
 
     async def _after(self, record: dict[str, Any]) -> Next:
@@ -95,10 +94,20 @@ class PromptHandler:
         after = after_react_action if st.is_react(state) else after_action
         return after(harness, state, action_from_record(record), self._now_ms())
 
-    async def render(self, state: dict[str, Any]) -> RenderedPrompt:
+    async def render(self, state: dict[str, Any], memo: dict[str, Sources] | None = None) -> RenderedPrompt:
         harness = await self._harnesses.get(state["harness_version"])
         if st.is_react(state):
             return react_prompt.render(harness, state)
+        sources = memo.get("sources") if memo is not None else None
+        if sources is None:
+            sources = await self._sources(state)
+            if memo is not None:
+                memo["sources"] = sources
+        return render(harness, build_context(harness, state, sources))
+
+    async def _sources(self, state: dict[str, Any]) -> Sources:
+        """The catalog facts a prompt shows: they depend on the request (room, scope, product on screen
+        when it started, merged text), not on its turn."""
         room = st.room(state)
         scope = st.scope(state)
         link = room.get("current_link")
@@ -107,13 +116,16 @@ class PromptHandler:
         memory = await self._facts.memory(state["room_id"], MEMORY_LIMIT, scope=scope)
         lineup_of = getattr(self._facts, "lineup", None)  # optional: older fact sources have none
         lineup = await lineup_of(state["room_id"], scope=scope) if lineup_of is not None else []
-        return render(harness, build_context(harness, state, Sources(product, faq, memory, lineup)))
+        return Sources(product, faq, memory, lineup)
 
-    async def next_prompt(self, state: dict[str, Any]) -> dict[str, Any]:
-        """The AgentPrompt record for the state's current turn; the prompt is recorded as a step."""
+    async def next_prompt(self, state: dict[str, Any], memo: dict[str, Sources] | None = None) -> dict[str, Any]:
+        """The AgentPrompt record for the state's current turn; the prompt is recorded as a step.
+
+        ``memo`` is shared by the turns of one request run in process: its facts are read from
+        PostgreSQL for its first turn only (four queries a turn otherwise, for the same answers)."""
         check_state_ids(state)  # ids from Kafka have the format Ingest enforces (else dead-lettered)
         started = time.perf_counter()
-        rendered = await self.render(state)
+        rendered = await self.render(state, memo)
         state = st.clone(state)
         st.add_step(state, "prompt", None, {
             "text": rendered.text,

@@ -133,3 +133,40 @@ def test_tools_in_process_need_the_policy_in_process() -> None:
     with pytest.raises(ValueError):
         PromptHandler(StaticHarnessProvider(HARNESS), Facts(), tools=ToolsHandler(StaticHarnessProvider(HARNESS),
                                                                                    ToolExecutor(Store())))
+
+
+class CountingFacts(Facts):
+    """The same catalog facts, counting the lookups (each is a PostgreSQL query in the service)."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    async def product(self, *a: Any, **kw: Any) -> Any:
+        self.calls += 1
+        return await super().product(*a, **kw)
+
+    async def faq(self, *a: Any, **kw: Any) -> Any:
+        self.calls += 1
+        return await super().faq(*a, **kw)
+
+    async def memory(self, *a: Any, **kw: Any) -> Any:
+        self.calls += 1
+        return await super().memory(*a, **kw)
+
+    async def lineup(self, *a: Any, **kw: Any) -> Any:
+        self.calls += 1
+        return await super().lineup(*a, **kw)
+
+
+async def test_a_request_s_facts_are_read_once_for_all_its_turns() -> None:
+    facts, model = CountingFacts(), Model(SCRIPT)
+    harnesses = StaticHarnessProvider(HARNESS)
+    fused = PromptHandler(harnesses, facts, PolicyHandler({"policy_reference": model}, "policy_reference"),
+                          ToolsHandler(harnesses, ToolExecutor(Store())), now_ms=lambda: NOW_MS)
+    await fused.next_record(request())
+    assert len(model.prompts) >= 3
+    assert facts.calls == 4  # product, FAQ, memory, lineup: once, not once per turn
+
+    # a second request reads them again (they may have changed since)
+    await fused.next_record(request())
+    assert facts.calls == 8
