@@ -5,7 +5,6 @@ prompt, policy, hooks and tools steps pass the request over Kafka."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -19,6 +18,7 @@ from services.policy.handlers import PolicyHandler
 from services.prompt.handlers import PromptHandler
 from services.tools.handlers import ToolsHandler
 from tests.unit.test_agent_sandbox import Store
+from tests.unit.test_prompt_calls_policy import Result
 from tests.unit.test_prompt_evidence import HARNESS, Facts
 
 # A read-only tool of the shipped harness that takes a live link number, found by its schema (the
@@ -26,13 +26,6 @@ from tests.unit.test_prompt_evidence import HARNESS, Facts
 TOOL = next(t for t in HARNESS.tools if not t.side_effect and t.parameters.get("required") == ["link_id"])
 SKILL = HARNESS.skills[0].id
 NOW_MS = 1_000
-
-
-@dataclass
-class Result:
-    text: str
-    attempts: int = 1
-    latency_ms: float = 1.0
 
 
 class Model:
