@@ -58,6 +58,16 @@ def action_from_record(record: dict[str, Any]) -> dict[str, Any]:
             "reason": record.get("reason"), "error": record.get("reason") if kind == "invalid" else None}
 
 
+def route_action(harness: Harness, record: dict[str, Any], now_ms: int) -> Next:
+    """Where the step hooks send an AgentAction record: the harness agent's routing, or the ReAct
+    baseline's for its requests. The hooks processor and the prompt step running a request's turns
+    both route with it."""
+    from livehost.react.loop import after_react_action  # that module builds on this one
+
+    after = after_react_action if st.is_react(record["state"]) else after_action
+    return after(harness, record["state"], action_from_record(record), now_ms)
+
+
 def idempotency_key(state: dict[str, Any], tool: str, arguments: dict[str, Any]) -> str:
     blob = json.dumps([state["request_id"], tool, arguments], sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:32]

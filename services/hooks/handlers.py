@@ -46,12 +46,11 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from livehost.agent import state as st
-from livehost.agent.loop import Next, action_from_record, after_action, fallback, terminal
+from livehost.agent.loop import Next, fallback, route_action, terminal
 from livehost.agent.merge import Batch, Merger
 from livehost.config import Settings
 from livehost.harness.provider import HarnessProvider
 from livehost.hooks.input import screen_comments
-from livehost.react.loop import after_react_action
 from livehost.security.attest import Signer
 from livehost.security.ids import check_state_ids
 from livehost.topics import REPLIES, REQUESTS, TOOL_CALLS, Topic
@@ -530,9 +529,7 @@ class HooksHandler:
         if pinned_link is not None and live_link is not None and pinned_link != live_link:
             nxt = terminal(st.clone(state), "cancelled", None,
                            f"product switched from link {pinned_link} to {live_link} while in flight")
-        elif st.is_react(state):
-            nxt = after_react_action(harness, state, action_from_record(record), now_ms)
         else:
-            nxt = after_action(harness, state, action_from_record(record), now_ms)
+            nxt = route_action(harness, record, now_ms)
         self._finished(nxt, now_ms, done)
         return done

@@ -21,11 +21,10 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from livehost.agent import state as st
-from livehost.agent.loop import Next, action_from_record, after_action
+from livehost.agent.loop import Next, route_action
 from livehost.agent.prompt import RenderedPrompt, Sources, build_context, render
 from livehost.harness.provider import HarnessProvider
 from livehost.react import prompt as react_prompt
-from livehost.react.loop import after_react_action
 from livehost.security.ids import check_state_ids
 from livehost.topics import ACTIONS, PROMPTS, Topic
 
@@ -73,8 +72,9 @@ class PromptHandler:
         if self._decider is None or self._tools is None:
             prompt = await self.next_prompt(state)
             return (PROMPTS, prompt) if self._decider is None else (ACTIONS, await self._decider.act(prompt))
-        memo: dict[str, Sources] = {}
-        action = await self._decider.act(await self.next_prompt(state, memo))
+        # A request's facts, read once for all its turns (the same four answers each turn otherwise).
+        sources = None if st.is_react(state) else await self.sources(state)
+        action = await self._decider.act(await self.next_prompt(state, sources))
         # The harness's turn limit bounds the loop (after_action ends the request on the last turn);
         # the cap guards against a harness edit that would not.
         for _ in range(MAX_TURNS_IN_PROCESS):
@@ -84,28 +84,21 @@ class PromptHandler:
             if nxt.route == "tool_call":
                 assert nxt.tool_call is not None
                 nxt.state = (await self._tools.on_call({"state": nxt.state, **nxt.tool_call}))["state"]
-            action = await self._decider.act(await self.next_prompt(nxt.state, memo))
+            action = await self._decider.act(await self.next_prompt(nxt.state, sources))
         return ACTIONS, action
 
     async def _after(self, record: dict[str, Any]) -> Next:
         """Where the step hooks send an action (the hooks processor's routing, without its room schedule)."""
-        state = record["state"]
-        harness = await self._harnesses.get(state["harness_version"])
-        after = after_react_action if st.is_react(state) else after_action
-        return after(harness, state, action_from_record(record), self._now_ms())
+        harness = await self._harnesses.get(record["state"]["harness_version"])
+        return route_action(harness, record, self._now_ms())
 
-    async def render(self, state: dict[str, Any], memo: dict[str, Sources] | None = None) -> RenderedPrompt:
+    async def render(self, state: dict[str, Any], sources: Sources | None = None) -> RenderedPrompt:
         harness = await self._harnesses.get(state["harness_version"])
         if st.is_react(state):
             return react_prompt.render(harness, state)
-        sources = memo.get("sources") if memo is not None else None
-        if sources is None:
-            sources = await self._sources(state)
-            if memo is not None:
-                memo["sources"] = sources
-        return render(harness, build_context(harness, state, sources))
+        return render(harness, build_context(harness, state, sources or await self.sources(state)))
 
-    async def _sources(self, state: dict[str, Any]) -> Sources:
+    async def sources(self, state: dict[str, Any]) -> Sources:
         """The catalog facts a prompt shows: they depend on the request (room, scope, product on screen
         when it started, merged text), not on its turn."""
         room = st.room(state)
@@ -118,14 +111,12 @@ class PromptHandler:
         lineup = await lineup_of(state["room_id"], scope=scope) if lineup_of is not None else []
         return Sources(product, faq, memory, lineup)
 
-    async def next_prompt(self, state: dict[str, Any], memo: dict[str, Sources] | None = None) -> dict[str, Any]:
-        """The AgentPrompt record for the state's current turn; the prompt is recorded as a step.
-
-        ``memo`` is shared by the turns of one request run in process: its facts are read from
-        PostgreSQL for its first turn only (four queries a turn otherwise, for the same answers)."""
+    async def next_prompt(self, state: dict[str, Any], sources: Sources | None = None) -> dict[str, Any]:
+        """The AgentPrompt record for the state's current turn (on ``sources`` when given, else on facts
+        read now); the prompt is recorded as a step."""
         check_state_ids(state)  # ids from Kafka have the format Ingest enforces (else dead-lettered)
         started = time.perf_counter()
-        rendered = await self.render(state, memo)
+        rendered = await self.render(state, sources)
         state = st.clone(state)
         st.add_step(state, "prompt", None, {
             "text": rendered.text,
