@@ -50,6 +50,7 @@ FAUST_READY = "Worker]: Ready"
 RESTART_BACKOFF_INITIAL_S = 0.1
 RESTART_BACKOFF_MAX_S = 10.0
 RESTART_RESET_AFTER_S = 10.0
+PORT_CLASH_RETRIES = 3  # start-up attempts on fresh ports when a port chosen here was taken first
 
 
 @dataclass
@@ -69,6 +70,8 @@ class Proc:
     last_exit: str = ""
     restart_at: float = 0.0
     crashes_in_row: int = 0
+    picked_ports: tuple[str, ...] = ()  # env keys of the ports chosen here (not configured): re-picked on a clash
+    port_clashes: int = 0
 
     def row(self) -> dict[str, object]:
         """What ``livehost ps`` shows (JSON-safe)."""
@@ -101,21 +104,44 @@ class Supervisor:
                 key = replica_key(name, replica)
                 svc_env = dict(env)
                 svc_env["LIVEHOST_REPLICA_ID"] = f"{name}-{replica}"
-                target = None
+                picked = ["LIVEHOST_METRICS_PORT"]  # every process serves Prometheus metrics on its own port
                 if name in GRPC_SERVICES:
                     configured = getattr(self.settings, f"{name}_grpc_port") if replica == 1 else 0
-                    port = configured or free_port()
-                    svc_env[f"LIVEHOST_{name.upper()}_GRPC_PORT"] = str(port)
-                    target = f"{self.settings.grpc_host}:{port}"
-                metrics_port = free_port()  # every process serves Prometheus metrics on its own port
-                svc_env["LIVEHOST_METRICS_PORT"] = str(metrics_port)
+                    if configured:
+                        svc_env[self._grpc_port_key(name)] = str(configured)
+                    else:
+                        picked.append(self._grpc_port_key(name))
                 log_path = self.log_dir / f"{key}.log"
                 log_path.parent.mkdir(parents=True, exist_ok=True)
                 log_path.write_text("")
-                proc = Proc(key, 0, log_path, target, f"http://{self.settings.grpc_host}:{metrics_port}/metrics",
-                            service=name, replica=replica, env=svc_env)
+                proc = Proc(key, 0, log_path, service=name, replica=replica, env=svc_env,
+                            picked_ports=tuple(picked))
+                self._pick_ports(proc)
                 self._spawn(proc)
                 self.procs[key] = proc
+
+    @staticmethod
+    def _grpc_port_key(service: str) -> str:
+        return f"LIVEHOST_{service.upper()}_GRPC_PORT"
+
+    def _pick_ports(self, proc: Proc) -> None:
+        """Choose the process's unconfigured ports afresh and point its probes at them."""
+        for env_key in proc.picked_ports:
+            proc.env[env_key] = str(free_port())
+        host = self.settings.grpc_host
+        if proc.service in GRPC_SERVICES:
+            proc.grpc_target = f"{host}:{proc.env[self._grpc_port_key(proc.service)]}"
+        proc.metrics_url = f"http://{host}:{proc.env['LIVEHOST_METRICS_PORT']}/metrics"
+
+    def _port_clash(self, proc: Proc) -> bool:
+        """True when this incarnation exited because a port chosen here was taken before it bound it
+        (another program can take a free port between our check and the child's bind)."""
+        try:
+            with open(proc.log_path, "rb") as fh:
+                fh.seek(proc.log_offset)
+                return b"Address already in use" in fh.read() and bool(proc.picked_ports)
+        except OSError:
+            return False
 
     def _spawn(self, proc: Proc) -> None:
         proc.log_offset = proc.log_path.stat().st_size if proc.log_path.exists() else 0
@@ -159,6 +185,11 @@ class Supervisor:
         while waiting:
             for name, proc in list(waiting.items()):
                 if not pid_alive(proc.pid):
+                    if self._port_clash(proc) and proc.port_clashes < PORT_CLASH_RETRIES:
+                        proc.port_clashes += 1
+                        self._pick_ports(proc)
+                        self._spawn(proc)
+                        continue
                     raise StackError(name, "the service exited during start-up", proc.log_path)
                 if proc.state == "ready":
                     ready_at[name] = 0.0
@@ -212,6 +243,8 @@ class Supervisor:
                     log.write(f"\n=== supervisor: {proc.last_exit}; restart in {delay:.1f}s\n".encode())
                 self._hand_over(proc)
             if proc.state == "backoff" and now >= proc.restart_at:
+                if self._port_clash(proc):
+                    self._pick_ports(proc)
                 self._spawn(proc)
                 proc.restarts += 1
                 restarted.append(proc.name)

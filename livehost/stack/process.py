@@ -80,8 +80,22 @@ def _ephemeral_low() -> int:
         return 0
 
 
+# Ports this process handed out recently. A port picked for a server that has not bound it yet looks
+# free to the next call; a supervisor picking a dozen ports before its children bind them drew the same
+# one twice (CI, 2026-12-03: a service's metrics port was another's). Bounded: the oldest are forgotten.
+_HANDED_OUT: dict[int, None] = {}
+_HANDED_OUT_MAX = 4096
+
+
+def _hand_out(port: int) -> int:
+    _HANDED_OUT[port] = None
+    while len(_HANDED_OUT) > _HANDED_OUT_MAX:
+        del _HANDED_OUT[next(iter(_HANDED_OUT))]
+    return port
+
+
 def free_port(host: str = HOST) -> int:
-    """A TCP port nobody listens on right now.
+    """A TCP port nobody listens on right now, and not handed out by this process before.
 
     Drawn below the kernel's ephemeral range when there is room: a port from that range (bind to 0)
     can be taken, between this call and the server's bind, as the source port of any outgoing
@@ -91,11 +105,15 @@ def free_port(host: str = HOST) -> int:
     if low > 12_000:
         for _ in range(50):
             port = random.randrange(10_000, low)
-            if not port_in_use(port, host):
-                return port
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
+            if port not in _HANDED_OUT and not port_in_use(port, host):
+                return _hand_out(port)
+    for _ in range(50):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            sock.bind((host, 0))
+            port = int(sock.getsockname()[1])
+        if port not in _HANDED_OUT:
+            return _hand_out(port)
+    raise OSError("no free TCP port found that was not handed out already")
 
 
 def port_in_use(port: int, host: str = HOST) -> bool:

@@ -160,3 +160,17 @@ def test_free_ports_stay_out_of_the_kernel_s_ephemeral_range_when_there_is_room(
     if low > 12_000:
         assert all(p < low for p in ports), ports
     assert all(not port_in_use(p) for p in ports)
+
+
+def test_free_port_never_hands_out_the_same_port_twice(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A port picked for a child that has not bound it yet still looks free; a supervisor picking a
+    dozen ports in a row must not get one twice (a service's metrics port was another's once)."""
+    from livehost.stack import process
+
+    first = free_port()
+    draws = iter([first, first, first + 1, first + 2])  # the random draw repeats a handed-out port
+    monkeypatch.setattr(process, "_ephemeral_low", lambda: 60_000)
+    monkeypatch.setattr(process.random, "randrange", lambda _a, _b: next(draws))
+    second = free_port()
+    assert second != first
+    assert second in (first + 1, first + 2)
