@@ -215,6 +215,9 @@ class Settings(BaseSettings):
     metrics_port: int = 0
 
     log_level: str = "INFO"
+    # The asyncio event loop of every service process: "uvloop" (libuv; its TLS and socket paths are
+    # compiled, and every client here speaks TLS to the broker) or "asyncio" (the standard library's).
+    event_loop: Literal["uvloop", "asyncio"] = "uvloop"
     component_start_timeout_s: float = Field(default=60.0)
 
 

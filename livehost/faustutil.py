@@ -424,8 +424,10 @@ def run_worker(name: str, create_app: Any) -> None:
 
     from livehost.config import load_settings
     from livehost.kafka import ensure_topics, wait_for_broker
+    from livehost.service import use_event_loop
 
     settings = load_settings()
+    use_event_loop(settings.event_loop)
 
     async def prepare() -> None:
         await wait_for_broker(settings)
@@ -435,5 +437,6 @@ def run_worker(name: str, create_app: Any) -> None:
     if settings.metrics_port:
         start_http_server(settings.metrics_port, addr=settings.grpc_host)
     app = create_app(settings)
-    print(f"STARTING {name}", flush=True)
+    policy = type(asyncio.get_event_loop_policy())
+    print(f"STARTING {name} on {policy.__module__}.{policy.__name__}", flush=True)
     _Worker(app, loglevel=settings.log_level.lower(), quiet=True).execute_from_commandline()

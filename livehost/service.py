@@ -33,6 +33,17 @@ def setup_logging(level: str, service: str) -> None:
     install_log_redaction()  # no password in any log line (DSNs, client settings)
 
 
+def use_event_loop(kind: str) -> None:
+    """Make every event loop this process creates from now on one of ``kind`` (Settings.event_loop).
+    A policy, not ``uvloop.run``: Faust's worker creates its own loop."""
+    if kind == "uvloop":
+        import uvloop
+
+        asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
+    else:
+        asyncio.set_event_loop_policy(asyncio.DefaultEventLoopPolicy())
+
+
 class Database:
     """The PostgreSQL pool of a service: opened (and migrated) at start-up, closed at shutdown."""
 
@@ -105,7 +116,8 @@ async def run(runtime: ServiceRuntime, stop: asyncio.Event | None = None) -> Non
         await asyncio.gather(*(c.ready.wait() for c in runtime.consumers))
         await runtime.server.set_serving(True)
         log.info("%s serving", runtime.name)
-        print(f"SERVING {runtime.name} {runtime.server.target}", flush=True)
+        loop = type(asyncio.get_running_loop())
+        print(f"SERVING {runtime.name} {runtime.server.target} on {loop.__module__}.{loop.__name__}", flush=True)
         stopper = asyncio.create_task(stop.wait())
         done, _ = await asyncio.wait([stopper, *tasks], return_when=asyncio.FIRST_COMPLETED)
         for task in done:
@@ -128,4 +140,5 @@ def main(build: Callable[[], ServiceRuntime]) -> None:
     """Entry point shared by every service's ``__main__``."""
     runtime = build()
     setup_logging(runtime.settings.log_level, runtime.name)
+    use_event_loop(runtime.settings.event_loop)
     asyncio.run(run(runtime))

@@ -66,6 +66,8 @@ def test_policy_waits_for_broker_and_triton(tmp_path: Path) -> None:
         tri = triton.start(tmp_path / "triton", REPO_ROOT / "infra" / "triton" / "models", grpc_port=triton_port)
         assert wait(lambda: health(target, service) == "SERVING", 60), (tmp_path / "policy.log").read_text()[-3000:]
         assert pid_alive(pid)
+        # the configured event loop (Settings.event_loop, uvloop by default) is the one that serves
+        assert "on uvloop.Loop" in (tmp_path / "policy.log").read_text()
     finally:
         stop_pid(pid)
         if tri:
