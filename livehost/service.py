@@ -116,8 +116,8 @@ async def run(runtime: ServiceRuntime, stop: asyncio.Event | None = None) -> Non
         await asyncio.gather(*(c.ready.wait() for c in runtime.consumers))
         await runtime.server.set_serving(True)
         log.info("%s serving", runtime.name)
-        loop = type(asyncio.get_running_loop())
-        print(f"SERVING {runtime.name} {runtime.server.target} on {loop.__module__}.{loop.__name__}", flush=True)
+        kind = type(asyncio.get_running_loop())
+        print(f"SERVING {runtime.name} {runtime.server.target} on {kind.__module__}.{kind.__name__}", flush=True)
         stopper = asyncio.create_task(stop.wait())
         done, _ = await asyncio.wait([stopper, *tasks], return_when=asyncio.FIRST_COMPLETED)
         for task in done:

@@ -51,44 +51,69 @@ def passed_output_hooks(t: dict[str, Any]) -> bool:
     return bool(verdicts) and all(v == "pass" for v in verdicts)
 
 
+COLUMNS = ("request_id", "room_id", "harness_version", "policy", "outcome", "reply_text", "reason", "merged_text",
+           "comments", "steps", "created_ms", "completed_ms")
+TYPES = ("text", "text", "text", "text", "text", "text", "text", "text", "jsonb", "jsonb", "bigint", "bigint")
+
+
+def _row(t: dict[str, Any]) -> tuple[Any, ...]:
+    return (t["request_id"], t["room_id"], t["harness_version"], t["policy"], t["outcome"], t["reply_text"],
+            t["reason"], t["merged_text"], json.dumps(t["comments"]), json.dumps(t["steps"]), t["created_ms"],
+            t["completed_ms"])
+
+
 class TrajectoryStore:
     def __init__(self, pool: asyncpg.Pool):
         self._pool = pool
 
-    async def save(self, t: dict[str, Any]) -> bool:
-        """Insert once; a redelivered trajectory stores nothing. Returns True while the trajectory's record
-        is still to be published (a new row, or a row whose record never went out: the recorder died in
-        between), False for a row already published (a reply delivered twice)."""
+    async def save_many(self, ts: list[dict[str, Any]]) -> set[str]:
+        """Insert each trajectory once, all in one transaction (one durable commit for a batch, not two
+        per request); redelivered ones store nothing. Returns the request ids whose record is still to
+        be published: new rows, and rows whose record never went out (the recorder died in between)."""
+        if not ts:
+            return set()
+        columns = list(zip(*(_row(t) for t in ts), strict=True))
+        params = ", ".join(f"${i}::{kind}[]" for i, kind in enumerate(TYPES, 1))
         async with self._pool.acquire() as conn, conn.transaction():
-            # The caller acknowledges the reply (its Kafka offset may be committed) once this returns, so
-            # the commit must not be one a server crash can take back: with synchronous_commit off (the
+            # The caller acknowledges the replies (their Kafka offsets may be committed) once this returns,
+            # so the commit must not be one a server crash can take back: with synchronous_commit off (the
             # embedded stack's setting) the last few hundred ms of commits vanish when the postmaster is
             # SIGKILLed, and the fault suite found replies without a row that way.
             await conn.execute("SET LOCAL synchronous_commit = on")
-            status = await conn.execute(
-                "INSERT INTO trajectories (request_id, room_id, harness_version, policy, outcome, reply_text,"
-                " reason, merged_text, comments, steps, created_ms, completed_ms)"
-                " VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9::jsonb,$10::jsonb,$11,$12)"
-                " ON CONFLICT (request_id) DO NOTHING",
-                t["request_id"], t["room_id"], t["harness_version"], t["policy"], t["outcome"], t["reply_text"],
-                t["reason"], t["merged_text"], json.dumps(t["comments"]), json.dumps(t["steps"]),
-                t["created_ms"], t["completed_ms"])
-            published = False if status.endswith(" 1") else await conn.fetchval(
-                "SELECT published FROM trajectories WHERE request_id = $1", t["request_id"])
+            inserted = {r["request_id"] for r in await conn.fetch(
+                f"INSERT INTO trajectories ({', '.join(COLUMNS)}) SELECT * FROM unnest({params})"
+                " ON CONFLICT (request_id) DO NOTHING RETURNING request_id", *map(list, columns))}
+            stored = [t["request_id"] for t in ts if t["request_id"] not in inserted]
+            unsent = {r["request_id"] for r in await conn.fetch(
+                "SELECT request_id FROM trajectories WHERE request_id = ANY($1::text[]) AND NOT published",
+                stored)} if stored else set()
             # Room memory comes back into later prompts: only the host's own replies that passed the
             # output hooks are kept, never viewer text or an unchecked reply.
-            if passed_output_hooks(t):
+            memory = [t for t in ts if passed_output_hooks(t)]
+            if memory:
                 await conn.execute(
-                    "INSERT INTO room_memory (request_id, room_id, text, ts_ms) VALUES ($1,$2,$3,$4)"
+                    "INSERT INTO room_memory (request_id, room_id, text, ts_ms)"
+                    " SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[])"
                     " ON CONFLICT (request_id) DO NOTHING",
-                    t["request_id"], t["room_id"], t["reply_text"], t["completed_ms"])
-        return not published
+                    [t["request_id"] for t in memory], [t["room_id"] for t in memory],
+                    [t["reply_text"] for t in memory], [t["completed_ms"] for t in memory])
+        return inserted | unsent
+
+    async def save(self, t: dict[str, Any]) -> bool:
+        """One trajectory (:meth:`save_many`); True while its record is still to be published."""
+        return t["request_id"] in await self.save_many([t])
+
+    async def mark_published_many(self, request_ids: list[str]) -> None:
+        """The trajectories' records are on the topic: a later copy of their replies publishes nothing."""
+        if not request_ids:
+            return
+        async with self._pool.acquire() as conn, conn.transaction():
+            # Durable before the replies are acknowledged, like the rows (save_many): an asynchronous commit
+            # lost in a server crash left rows saying "never published" for records that went out (the crash
+            # test found 2 of 200), and a redelivered reply would then publish its record a second time.
+            await conn.execute("SET LOCAL synchronous_commit = on")
+            await conn.execute("UPDATE trajectories SET published = true WHERE request_id = ANY($1::text[])",
+                               request_ids)
 
     async def mark_published(self, request_id: str) -> None:
-        """The trajectory's record is on the topic: a later copy of its reply publishes nothing."""
-        async with self._pool.acquire() as conn, conn.transaction():
-            # Durable before the reply is acknowledged, like the row (save): an asynchronous commit lost in
-            # a server crash left rows saying "never published" for records that went out (the crash test
-            # found 2 of 200), and a redelivered reply would then publish its record a second time.
-            await conn.execute("SET LOCAL synchronous_commit = on")
-            await conn.execute("UPDATE trajectories SET published = true WHERE request_id = $1", request_id)
+        await self.mark_published_many([request_id])

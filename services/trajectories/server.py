@@ -6,6 +6,8 @@ Delivery guarantees:
   DO NOTHING``), so redelivery after a crash or rebalance is harmless.
 - A reply is acknowledged (its offset may be committed) only after its trajectory is stored and
   published, so a recorder killed with SIGKILL re-reads what it had not finished: nothing is lost.
+  Replies are handled in batches (up to ``BATCH_MAX``, or what arrived within ``BATCH_WITHIN_S``): one
+  transaction stores a batch's rows and one marks their records published, instead of two per reply.
 - PostgreSQL outages (restart, crash and recovery, failover, connection drops) are waited out with
   capped backoff, for as long as they last (``livehost.db.transient_db_error`` says which errors are
   the server's, not the record's); after repeated failures, or at once when a connection's protocol
@@ -50,9 +52,10 @@ RESET_POOL_AFTER = 3  # consecutive transient failures before the pool is rebuil
 
 
 class Store(Protocol):
-    async def save(self, t: dict[str, Any]) -> bool: ...  # True: its record is still to be published
+    # the request ids whose record is still to be published
+    async def save_many(self, ts: list[dict[str, Any]]) -> set[str]: ...
 
-    async def mark_published(self, request_id: str) -> None: ...
+    async def mark_published_many(self, request_ids: list[str]) -> None: ...
 
 
 StoreFactory = Callable[[Settings], Awaitable[Store]]
@@ -114,12 +117,17 @@ def build(settings: Settings | None = None, *, store_factory: StoreFactory | Non
                 pool, pg_factory.pool = pg_factory.pool, None
                 pool.terminate()
 
-    async def save(trajectory: dict[str, Any]) -> bool:
-        """Store the row (True: its record is still to be published), waiting out database outages."""
-        return bool(await retrying(trajectory["request_id"], lambda s: s.save(trajectory)))
+    async def save_many(trajectories: list[dict[str, Any]]) -> set[str]:
+        """Store the rows (returns the request ids whose record is still to be published), waiting out
+        database outages."""
+        first = trajectories[0]["request_id"]
+        return set(await retrying(first, lambda s: s.save_many(trajectories)))
 
-    async def mark_published(request_id: str) -> None:
-        await retrying(request_id, lambda s: s.mark_published(request_id))
+    async def save(trajectory: dict[str, Any]) -> bool:
+        return trajectory["request_id"] in await save_many([trajectory])
+
+    async def mark_published(request_ids: list[str]) -> None:
+        await retrying(request_ids[0], lambda s: s.mark_published_many(request_ids))
 
     async def retrying(request_id: str, write: Callable[[Store], Awaitable[Any]]) -> Any:
         failures = 0
@@ -151,33 +159,52 @@ def build(settings: Settings | None = None, *, store_factory: StoreFactory | Non
 
     @app.agent(topics[REPLIES.name])
     async def record(stream: Any) -> Any:
-        # stream.events() acknowledges an event when the next one is taken, i.e. after it was stored
-        # and published.
-        async for event in stream.events():
-            try:
-                reply = codec.decode(REPLIES.schema, event.value)
-                trajectory = trajectory_from_reply(reply)  # refuses malformed room / request ids
-            except (codec.DecodeError, InvalidId) as exc:
-                await to_dead_letter(event, f"decode: {exc}")
-                yield None
-                continue
-            try:
-                unpublished = await save(trajectory)
-            except Exception as exc:  # not transient (save retries those): data the table refuses
-                log.exception("cannot store trajectory %s", trajectory["request_id"])
-                await to_dead_letter(event, f"store: {exc!r}")
-                yield None
-                continue
-            if unpublished:
-                await out(TRAJECTORIES, trajectory["room_id"], trajectory)
+        # take_events acknowledges a batch's replies when the next batch is taken, i.e. after their
+        # trajectories were stored and published.
+        async for events in stream.take_events(traj_settings.BATCH_MAX, within=traj_settings.BATCH_WITHIN_S):
+            batch: list[tuple[Any, dict[str, Any]]] = []
+            for event in events:
                 try:
-                    await mark_published(trajectory["request_id"])
+                    reply = codec.decode(REPLIES.schema, event.value)
+                    batch.append((event, trajectory_from_reply(reply)))  # refuses malformed room / request ids
+                except (codec.DecodeError, InvalidId) as exc:
+                    await to_dead_letter(event, f"decode: {exc}")
+                    yield None
+            if not batch:
+                continue
+            try:
+                unpublished = await save_many([t for _, t in batch])
+            except Exception as exc:  # not transient (save_many retries those): a value the table refuses
+                # The whole batch failed with it: store the rows one by one, so only the refused reply is
+                # dead-lettered (a batch of one is that reply).
+                unpublished, kept, error = set(), [], exc
+                for event, trajectory in batch:
+                    try:
+                        if len(batch) > 1:
+                            unpublished |= await save_many([trajectory])
+                            kept.append((event, trajectory))
+                            continue
+                    except Exception as one:
+                        error = one
+                    log.error("cannot store trajectory %s: %r", trajectory["request_id"], error)
+                    await to_dead_letter(event, f"store: {error!r}")
+                    yield None
+                batch = kept
+            sent: list[str] = []
+            for _, trajectory in batch:
+                request_id = trajectory["request_id"]
+                if request_id in unpublished and request_id not in sent:
+                    await out(TRAJECTORIES, trajectory["room_id"], trajectory)
+                    sent.append(request_id)
+                elif request_id not in sent:
+                    log.info("reply %s delivered again: its trajectory is already stored and published", request_id)
+            if sent:
+                try:
+                    await mark_published(sent)
                 except Exception:  # published already; an unmarked row only risks a second record later
-                    log.exception("cannot mark trajectory %s as published", trajectory["request_id"])
-            else:
-                log.info("reply %s delivered again: its trajectory is already stored and published",
-                         trajectory["request_id"])
-            yield trajectory
+                    log.exception("cannot mark %d trajectories as published", len(sent))
+            for _, trajectory in batch:
+                yield trajectory
 
     return RecorderApp(app=app, record=record, save=save, reset_store=reset_store)
 

@@ -8,3 +8,8 @@ CONSUMER_GROUPS = (APP_ID,)
 # truth and is written once whatever the redelivery; agent.trajectories readers deduplicate by request
 # id. Faust's exactly_once slowed this recorder's drain of 200 paced replies from ~3 s to ~30 s here.
 EXACTLY_ONCE = False
+# Replies are stored in batches: one PostgreSQL transaction (one durable commit) for the rows of a batch
+# and one for marking their records published, instead of two per request. A batch closes when it holds
+# BATCH_MAX replies or BATCH_WITHIN_S after the last one closed; trajectories are not on the reply's path.
+BATCH_MAX = 100
+BATCH_WITHIN_S = 0.05

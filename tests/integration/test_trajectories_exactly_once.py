@@ -34,6 +34,7 @@ from livehost.stack.process import start_detached
 from livehost.stack.testing import kafka_client
 from livehost.topics import REPLIES, TRAJECTORIES
 from livehost.training.synthetic import good_script, retry_script, run_script
+from services.trajectories.handlers import TrajectoryStore, passed_output_hooks, trajectory_from_reply
 
 from .test_faust_workers import prepare_system
 
@@ -288,3 +289,31 @@ async def test_postgres_crash_mid_stream_loses_nothing(kafka: str, pg: postgres.
     finally:
         kill(proc, signal.SIGTERM)
         pg.pid, pg.extra = rec.pid, rec.extra  # the fixture stops what is running now
+
+
+async def test_a_batch_is_stored_once_and_says_which_records_are_still_to_publish(pg: postgres.Running) -> None:
+    """The recorder stores replies in batches (one transaction each): a reply twice in one batch is one
+    row, and what comes back is exactly what must still go out on agent.trajectories."""
+    from livehost.db import connect_pool, migrate
+
+    pool = await connect_pool(postgres.dsn(pg))
+    try:
+        await migrate(pool)
+        store = TrajectoryStore(pool)
+        ts = [trajectory_from_reply(r) for r in replies("batch", 5)]
+        ids = [t["request_id"] for t in ts]
+        assert await store.save_many([ts[0], ts[1], ts[1]]) == {ids[0], ids[1]}  # new rows
+        await store.mark_published_many([ids[0]])
+        # ids[0] is stored and published, ids[1] stored but never published (the recorder died in
+        # between), the others are new
+        assert await store.save_many(ts) == set(ids[1:])
+        rows = await pool.fetch("SELECT request_id, published, steps FROM trajectories WHERE request_id = ANY($1)",
+                                ids)
+        assert sorted(r["request_id"] for r in rows) == sorted(ids)
+        assert {r["request_id"] for r in rows if r["published"]} == {ids[0]}
+        assert {r["request_id"]: json.loads(r["steps"]) for r in rows} == {t["request_id"]: t["steps"] for t in ts}
+        memory = await pool.fetch("SELECT request_id, text FROM room_memory WHERE request_id = ANY($1)", ids)
+        remembered = {t["request_id"]: t["reply_text"] for t in ts if passed_output_hooks(t)}
+        assert remembered and {r["request_id"]: r["text"] for r in memory} == remembered
+    finally:
+        await pool.close()

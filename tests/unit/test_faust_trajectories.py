@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from typing import Any
 
@@ -27,18 +28,23 @@ class FakeStore:
         self.fail_next = 0
         self.error: Exception = asyncpg.exceptions.AdminShutdownError(
             "terminating connection due to administrator command")
+        self.refused: set[str] = set()  # request ids whose row the table refuses, every time
+        self.marks: list[list[str]] = []
 
-    async def save(self, t: dict[str, Any]) -> bool:
+    async def save_many(self, ts: list[dict[str, Any]]) -> set[str]:
         self.attempts += 1
         if self.fail_next:
             self.fail_next -= 1
             raise self.error
-        if t["request_id"] not in self.rows:
-            self.rows[t["request_id"]] = t
-        return t["request_id"] not in self.published
+        if any(t["request_id"] in self.refused for t in ts):
+            raise asyncpg.exceptions.StringDataRightTruncationError("value too long for type character varying")
+        for t in ts:
+            self.rows.setdefault(t["request_id"], t)
+        return {t["request_id"] for t in ts} - self.published
 
-    async def mark_published(self, request_id: str) -> None:
-        self.published.add(request_id)
+    async def mark_published_many(self, request_ids: list[str]) -> None:
+        self.marks.append(list(request_ids))
+        self.published.update(request_ids)
 
 
 class Sent(list[tuple[str, str, dict[str, Any]]]):
@@ -115,7 +121,7 @@ async def test_a_row_whose_record_never_went_out_is_published_on_redelivery(reco
                                                                          store: FakeStore, sent: Sent) -> None:
     # the recorder died after storing the row and before publishing it; the reply comes again
     first = codec.decode(REPLIES.schema, reply(7))
-    await store.save({"request_id": first["state"]["request_id"]})
+    await store.save_many([{"request_id": first["state"]["request_id"]}])
     async with recorder.record.test_context() as agent:
         await agent.put(reply(7), key=b"room-1")
     assert [(name, r["request_id"]) for name, _, r in sent] == [(TRAJECTORIES.name, first["state"]["request_id"])]
@@ -187,3 +193,36 @@ async def test_a_record_the_table_refuses_is_dead_lettered_with_the_reason(recor
     assert store.attempts == 2  # not retried
     assert [name for name, _, _ in sent] == [DEAD_LETTER.name, TRAJECTORIES.name]
     assert "NotNullViolationError" in sent[0][2]["error"] and sent[0][2]["error"].startswith("store: ")
+
+
+async def put_together(agent: Any, payloads: list[bytes]) -> None:
+    """Hand several replies to the recorder at once (one batch), then wait until each was handled."""
+    for payload in payloads:
+        await agent.put(payload, key=b"room-1", wait=False)
+    for _ in range(200):
+        if len(agent.results) >= len(payloads):
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"{len(agent.results)} of {len(payloads)} replies handled")
+
+
+async def test_replies_arriving_together_are_stored_in_one_write(recorder: RecorderApp, store: FakeStore,
+                                                                 sent: Sent) -> None:
+    async with recorder.record.test_context() as agent:
+        await put_together(agent, [reply(1), reply(2), reply(2), reply(3)])  # one delivered twice
+    assert store.attempts == 1  # one transaction for the batch
+    published = [r["request_id"] for name, _, r in sent if name == TRAJECTORIES.name]
+    assert len(published) == 3 and set(published) == set(store.rows)
+    assert store.marks == [published]  # marked published together, once each
+
+
+async def test_a_refused_row_in_a_batch_dead_letters_only_its_reply(recorder: RecorderApp, store: FakeStore,
+                                                                   sent: Sent) -> None:
+    refused = codec.decode(REPLIES.schema, reply(2))["state"]["request_id"]
+    store.refused.add(refused)
+    async with recorder.record.test_context() as agent:
+        await put_together(agent, [reply(1), reply(2), reply(3)])
+    assert set(store.rows) == {codec.decode(REPLIES.schema, reply(n))["state"]["request_id"] for n in (1, 3)}
+    letters = [r for name, _, r in sent if name == DEAD_LETTER.name]
+    assert len(letters) == 1 and "StringDataRightTruncationError" in letters[0]["error"]
+    assert sorted(r["request_id"] for name, _, r in sent if name == TRAJECTORIES.name) == sorted(store.rows)
