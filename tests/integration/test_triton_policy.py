@@ -10,7 +10,7 @@ import pytest
 
 from livehost.harness.loader import load
 from livehost.policy.actions import parse_action
-from livehost.policy.client import PolicyClient, PolicyError
+from livehost.policy.client import PolicyClient, PolicyError, TritonTransport
 from livehost.policy.reference import decide
 from livehost.policy.testing import build_context, render_prompt, run_loop
 from livehost.stack.testing import running_triton
@@ -45,6 +45,17 @@ async def test_reference_model_returns_the_local_policy_action(triton_url, harne
             assert parsed.valid and not parsed.repaired, result.text
             assert parsed.to_action() == decide(ctx)
             assert result.finish_reason == "stop" and result.attempts == 1
+            assert result.chunks == 1  # one answer: a ModelInfer call, not a stream
+
+
+async def test_the_client_streams_only_from_decoupled_models(triton_url):
+    """policy_reference answers once (ModelInfer, cheaper than a stream per call); policy_llm streams,
+    as a vLLM model does. The client learns which from each model's config."""
+    async with PolicyClient(triton_url, "policy_reference", timeout_s=5.0) as client:
+        transport = client.transport
+        assert isinstance(transport, TritonTransport)
+        assert not await transport.decoupled("policy_reference", 5.0)
+        assert await transport.decoupled("policy_llm", 5.0)
 
 
 async def test_reference_model_drives_a_whole_loop(triton_url, harness):

@@ -1,7 +1,8 @@
 """Triton python-backend model: the deterministic reference policy (livehost.policy.reference).
 
-Contract of Triton's vLLM backend (decoupled): text_input (here: the context JSON) ->
-text_output (one action JSON object, or ReAct text for a "mode": "react" context) + finish_reason.
+Tensors of Triton's vLLM backend: text_input (here: the context JSON) -> text_output (one action JSON
+object, or ReAct text for a "mode": "react" context) + finish_reason. Not decoupled: one response per
+request, returned from execute.
 """
 
 import json
@@ -52,19 +53,15 @@ class TritonPythonModel:
             choice.warm_up()  # the labelled intent examples and the needs' descriptions
 
     def execute(self, requests):  # type: ignore[no-untyped-def]
-        final = pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL
+        responses = []
         for request in requests:
-            sender = request.get_response_sender()
             try:
                 raw = _scalar(request, "text_input", "")
                 context = json.loads(raw)
                 if not isinstance(context, dict):
                     raise ValueError("text_input must be a JSON object (the policy context)")
                 # one JSON action; ReAct text for a "mode": "react" context (the ReAct baseline)
-                sender.send(_response(respond(context), "stop"), flags=final)
+                responses.append(_response(respond(context), "stop"))
             except Exception as exc:  # noqa: BLE001 - reported to the client as a Triton error
-                sender.send(
-                    pb_utils.InferenceResponse(error=pb_utils.TritonError(f"policy_reference: {exc}")),
-                    flags=final,
-                )
-        return None
+                responses.append(pb_utils.InferenceResponse(error=pb_utils.TritonError(f"policy_reference: {exc}")))
+        return responses
