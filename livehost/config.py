@@ -134,6 +134,11 @@ class Settings(BaseSettings):
     # This switch turns them all off; on Tansu they are always off.
     kafka_transactions: bool = True
     kafka_transaction_timeout_ms: int = 10_000
+    # How often an at-least-once consumer (no transaction) commits what it has handled. Every commit is a
+    # request the broker writes to __consumer_offsets, and committing after every batch of one or two
+    # records was one per record; a crash or a rebalance now redelivers up to this much more, and every
+    # such consumer's handler is idempotent. Transactional steps commit with each transaction.
+    kafka_commit_interval_ms: int = 250
     kafka_faust_commit_interval_s: float = 0.1
 
     # Names this process among the replicas of its service (the supervisor sets it): stable transactional

@@ -22,7 +22,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.client import AIOKafkaClient, CoordinationType
 from aiokafka.errors import KafkaConnectionError, KafkaError, TopicAlreadyExistsError, for_code
@@ -447,10 +447,17 @@ class ConsumerLoop:
                 transaction_timeout_ms=self.settings.kafka_transaction_timeout_ms, linger_ms=1,
             ), "transactional producer")
         self.ready.set()
+        # At-least-once: offsets of fully handled batches only (never the consumer's position, which runs
+        # ahead of a batch being handled), committed every kafka_commit_interval_ms and when stopping.
+        handled: dict[TopicPartition, int] = {}
+        committed_at = time.monotonic()
         try:
             while not self._stop.is_set():
                 batches = await consumer.getmany(timeout_ms=200, max_records=200)
                 if not batches:
+                    if handled:
+                        await self._commit_handled(consumer, handled)
+                        committed_at = time.monotonic()
                     continue
                 for tp, records in batches.items():  # saturation signal: records behind the partition end
                     high = consumer.highwater(tp)
@@ -468,23 +475,40 @@ class ConsumerLoop:
                             consumer.seek(tp, records[0].offset)
                         await asyncio.sleep(self.settings.connect_backoff_initial_s)
                         continue
-                    try:
-                        await consumer.commit()
-                    except KafkaError as exc:
-                        # The group rebalanced (e.g. after a broker restart) and these partitions may be
-                        # another member's now: their records are redelivered to whoever owns them, and
-                        # every handler is idempotent. Never a reason to stop the service.
-                        if self._stop.is_set():
-                            raise
-                        log.warning("commit of %s failed (%s: %s); the batch will be redelivered", self.group_id,
-                                    type(exc).__name__, exc)
-                        metrics.RECORDS.labels(self.group_id, "*", "commit_failed").inc()
+                    for tp, records in batches.items():
+                        handled[tp] = records[-1].offset + 1
+                    if time.monotonic() - committed_at >= self.settings.kafka_commit_interval_ms / 1000:
+                        await self._commit_handled(consumer, handled)
+                        committed_at = time.monotonic()
                 else:
                     await self._handle_in_transaction(consumer, txn, batches)
         finally:
+            if handled:
+                try:
+                    await self._commit_handled(consumer, handled)
+                except Exception as exc:  # noqa: BLE001 - stopping: the records are redelivered
+                    log.warning("final commit of %s failed: %s", self.group_id, exc)
             if txn is not None:
                 await txn.stop()
             await consumer.stop()
+
+    async def _commit_handled(self, consumer: AIOKafkaConsumer, handled: dict[TopicPartition, int]) -> None:
+        """Commit the handled offsets (and forget them). A failure is not a reason to stop the service."""
+        offsets = {tp: off for tp, off in handled.items() if tp in consumer.assignment()}
+        handled.clear()
+        if not offsets:
+            return
+        try:
+            await consumer.commit(offsets)
+        except KafkaError as exc:
+            # The group rebalanced (e.g. after a broker restart) and these partitions may be another
+            # member's now: their records are redelivered to whoever owns them, and every handler is
+            # idempotent.
+            if self._stop.is_set():
+                raise
+            log.warning("commit of %s failed (%s: %s); the records will be redelivered", self.group_id,
+                        type(exc).__name__, exc)
+            metrics.RECORDS.labels(self.group_id, "*", "commit_failed").inc()
 
     async def _handle_in_transaction(self, consumer: AIOKafkaConsumer, txn: AIOKafkaProducer,
                                      batches: dict[Any, list[ConsumerRecord]]) -> None:

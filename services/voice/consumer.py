@@ -10,7 +10,8 @@ long reply (seconds of synthesis) would delay every other room on the partition.
   key, different keys concurrently;
 * offsets are committed only up to the first record of each partition that is not finished, so a
   reply is never acknowledged before its segments were published (at-least-once: after a crash,
-  unfinished and later records are delivered again);
+  unfinished and later records are delivered again), every ``kafka_commit_interval_ms`` and when
+  partitions are revoked or the loop stops;
 * a handler failure dead-letters the record, which then counts as finished;
 * at most ``max_in_flight`` records are held; fetching waits while the limit is reached.
 """
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -91,6 +93,7 @@ class KeyedConsumerLoop(ConsumerLoop):
         self._queues: dict[str, deque[tuple[TopicPartition, ConsumerRecord, Topic, dict[str, Any]]]] = {}
         self._workers: dict[str, asyncio.Task[None]] = {}
         self._progress = asyncio.Event()
+        self._committed_at = 0.0  # every kafka_commit_interval_ms (livehost.config), and when stopping
 
     async def _start(self) -> AIOKafkaConsumer:
         tracker = self._tracker
@@ -145,7 +148,8 @@ class KeyedConsumerLoop(ConsumerLoop):
                     for tp, records in batches.items():
                         for rec in records:
                             await self._dispatch(tp, rec)
-                await self._commit(consumer)
+                if time.monotonic() - self._committed_at >= self.settings.kafka_commit_interval_ms / 1000:
+                    await self._commit(consumer)
         finally:
             workers = list(self._workers.values())
             if workers:
@@ -160,6 +164,7 @@ class KeyedConsumerLoop(ConsumerLoop):
                 await consumer.stop()
 
     async def _commit(self, consumer: AIOKafkaConsumer) -> None:
+        self._committed_at = time.monotonic()
         offsets = self._tracker.committable()
         if not offsets:
             return

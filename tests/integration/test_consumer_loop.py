@@ -9,9 +9,9 @@ import uuid
 from typing import Any
 
 import pytest
-from aiokafka import AIOKafkaConsumer
+from aiokafka import AIOKafkaConsumer, TopicPartition
 
-from livehost import codec
+from livehost import codec, topics
 from livehost.config import Settings
 from livehost.kafka import ConsumerLoop, Producer, ensure_topics, now_ms
 from livehost.stack.testing import kafka_client
@@ -118,3 +118,49 @@ async def test_a_transactional_loop_reports_its_cycle(kafka_bootstrap: str) -> N
     for phase in ("handle", "commit"):
         assert _sample("livehost_kafka_transaction_seconds_count", group=group, phase=phase) == transactions
         assert _sample("livehost_kafka_transaction_seconds_sum", group=group, phase=phase) > 0
+
+
+async def test_an_at_least_once_loop_commits_at_its_interval_while_records_flow(kafka_bootstrap: str,
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every commit is a broker write: while records keep coming, an at-least-once loop commits every
+    kafka_commit_interval_ms, not after each batch; once the flow pauses it commits what it handled."""
+    topic = Topic(f"test.commits.{uuid.uuid4().hex[:6]}", "room_id", 1, ROOM_EVENTS.schema, "commit interval")
+    monkeypatch.setattr(topics, "ALL_TOPICS", (*topics.ALL_TOPICS, topic))
+    settings = Settings(kafka_bootstrap=kafka_bootstrap, kafka_commit_interval_ms=60_000)
+    await ensure_topics(settings, [topic])
+    producer = Producer(settings)
+    await producer.start()
+    group = f"test-commits-{uuid.uuid4().hex[:6]}"
+    handled: list[str] = []
+
+    async def handler(_topic: Topic, record: dict[str, Any], _rec: Any) -> None:
+        handled.append(record["text"])
+
+    async def committed() -> int | None:
+        probe = AIOKafkaConsumer(**kafka_client(kafka_bootstrap), group_id=group, enable_auto_commit=False)
+        await probe.start()
+        try:
+            return await probe.committed(TopicPartition(topic.name, 0))  # type: ignore[no-any-return]
+        finally:
+            await probe.stop()
+
+    loop = ConsumerLoop(settings, group, [topic], handler, producer)
+    task = asyncio.create_task(loop.run())
+    try:
+        await asyncio.wait_for(loop.ready.wait(), 20)
+        n = 0
+        deadline = time.monotonic() + 3.0
+        while time.monotonic() < deadline:  # a record every 50 ms: the loop never waits 200 ms for one
+            await producer.send(topic, "room-x", event(f"c{n}"))
+            n += 1
+            await asyncio.sleep(0.05)
+        during = await committed()
+        await asyncio.sleep(1.5)  # the flow paused
+        after = await committed()
+    finally:
+        loop.stop()
+        await asyncio.wait_for(task, 10)
+        await producer.stop()
+    assert handled == [f"c{i}" for i in range(n)]
+    assert during is None or during < n // 4, (during, n)  # not committed batch by batch
+    assert after == n
