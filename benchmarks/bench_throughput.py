@@ -164,6 +164,7 @@ class Step:
     ended_ms: int = 0
     sent: int = 0
     outcomes: dict[str, dict[str, Any]] = field(default_factory=dict)  # request id -> reply record
+    merged: int = 0  # comments that reached an outcome inside another comment's request (merge window)
     cpu: dict[str, float] = field(default_factory=dict)
     wall_s: float = 0.0
 
@@ -200,6 +201,7 @@ class Collector:
                     if step is None or state["request_id"] in step.outcomes:
                         continue
                     step.outcomes[state["request_id"]] = reply
+                    step.merged += max(0, len(comments) - 1)
                     if reply["outcome"] != "reply":
                         continue  # the floor copies what a served request costs
                     kinds = [s["kind"] for s in state["steps"]]
@@ -399,7 +401,9 @@ async def run_steps(settings: Settings, rooms: list[str], rates: list[int], seco
             row["machine"] = {k: (machine_offered[k] - machine_before[k]) / offered_s for k in machine_offered}
             row["txn"] = txn_cycle(txn_before, txn_totals(metrics_urls or []), step.wall_s)
             rows.append(row)
-            print(f"  {rate}/s: sent {step.sent}, outcomes {len(step.outcomes)} {row['outcomes']}, "
+            print(f"  {rate}/s: sent {step.sent}, outcomes {len(step.outcomes)} {row['outcomes']} "
+                  f"(no outcome of their own within {drain_s:.0f} s of the step's end: "
+                  f"{step.sent - len(step.outcomes)}, of which merged into another comment's request: {step.merged}), "
                   f"p95 {row['p95']:.2f}s, load {load_avg()}, benchmark process {bench_cores:.2f} cores", flush=True)
             reasons = Counter((r.get("reason") or "")[:60] for r in step.outcomes.values()
                               if r["outcome"] == "cancelled")
@@ -601,7 +605,7 @@ def run_livehost(root: Path, base_env: dict[str, str], bootstrap: str, broker_pi
         # broker CPU at 50/s was 12.4 ms per request then and 7.0 in the arm after it (2026-12-03).
         asyncio.run(run_steps(settings, rooms, [min(25, max(args.rates))], args.warmup_s, procs, 20))
         urls = [proc.metrics_url for sup in sups for proc in sup.procs.values() if proc.metrics_url]
-        return asyncio.run(run_steps(settings, rooms, args.rates, args.step_s, procs, 12, urls))
+        return asyncio.run(run_steps(settings, rooms, args.rates, args.step_s, procs, args.drain_s, urls))
     finally:
         for sup in sups:
             sup.stop()
@@ -631,6 +635,8 @@ def main() -> None:
     ap.add_argument("--step-s", type=float, default=20.0)
     ap.add_argument("--replicas", type=int, default=1)
     ap.add_argument("--warmup-s", type=float, default=40.0, help="unmeasured load before the steps")
+    ap.add_argument("--drain-s", type=float, default=12.0,
+                    help="how long after a step's load its outcomes are still awaited (later ones count as missing)")
     ap.add_argument("--turns", choices=("prompt", "prompt-policy", "services"), default="prompt",
                     help="where a request's turns run: all in the prompt step (the default, "
                          "LIVEHOST_PROMPT_RUNS_TURNS), prompt and policy in one step and hooks and tools over "
