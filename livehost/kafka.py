@@ -388,7 +388,8 @@ async def remove_static_members(settings: Settings, group_id: str, instance_ids:
 
 @dataclass
 class ConsumerLoop:
-    """Consume topics in a consumer group, decode Avro, call the handler; commit after each batch.
+    """Consume topics in a consumer group, decode Avro, call the handler; commit what was handled (every
+    ``kafka_commit_interval_ms``, or in the transaction of each batch).
 
     A record that fails decoding, or whose handler raises, goes to the dead-letter topic with the
     error and its source offset; the loop keeps going.
