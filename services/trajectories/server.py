@@ -172,35 +172,40 @@ def build(settings: Settings | None = None, *, store_factory: StoreFactory | Non
                     yield None
             if not batch:
                 continue
+            refused: dict[int, Exception] = {}  # position in the batch -> why the table refused its row
             try:
                 unpublished = await save_many([t for _, t in batch])
             except Exception as exc:  # not transient (save_many retries those): a value the table refuses
-                # The whole batch failed with it: store the rows one by one, so only the refused reply is
-                # dead-lettered (a batch of one is that reply).
-                unpublished, kept, error = set(), [], exc
-                for event, trajectory in batch:
-                    try:
-                        if len(batch) > 1:
+                # It failed the whole batch: store the rows one by one (a batch of one is that row), so
+                # only the refused reply is dead-lettered.
+                unpublished = set()
+                if len(batch) == 1:
+                    refused[0] = exc
+                else:
+                    for i, (_, trajectory) in enumerate(batch):
+                        try:
                             unpublished |= await save_many([trajectory])
-                            kept.append((event, trajectory))
-                            continue
-                    except Exception as one:
-                        error = one
-                    log.error("cannot store trajectory %s: %r", trajectory["request_id"], error)
-                    await to_dead_letter(event, f"store: {error!r}")
-                    yield None
-                batch = kept
-            sent: list[str] = []
+                        except Exception as row_exc:
+                            refused[i] = row_exc
+            for i, error in refused.items():
+                event, trajectory = batch[i]
+                log.error("cannot store trajectory %s: %r", trajectory["request_id"], error)
+                await to_dead_letter(event, f"store: {error!r}")
+                yield None
+            batch = [item for i, item in enumerate(batch) if i not in refused]
+            sent: dict[str, None] = {}  # request ids published now, in order (a reply twice in a batch: once)
             for _, trajectory in batch:
                 request_id = trajectory["request_id"]
-                if request_id in unpublished and request_id not in sent:
+                if request_id in sent:
+                    continue
+                if request_id in unpublished:
                     await out(TRAJECTORIES, trajectory["room_id"], trajectory)
-                    sent.append(request_id)
-                elif request_id not in sent:
+                    sent[request_id] = None
+                else:
                     log.info("reply %s delivered again: its trajectory is already stored and published", request_id)
             if sent:
                 try:
-                    await mark_published(sent)
+                    await mark_published(list(sent))
                 except Exception:  # published already; an unmarked row only risks a second record later
                     log.exception("cannot mark %d trajectories as published", len(sent))
             for _, trajectory in batch:
