@@ -407,6 +407,7 @@ class ConsumerLoop:
         self._stop = asyncio.Event()
         self.ready = asyncio.Event()
         self._txn_failures: dict[tuple[str, int, int], int] = {}
+        self._committed_at = time.monotonic()  # last at-least-once commit (kafka_commit_interval_ms)
 
     def stop(self) -> None:
         self._stop.set()
@@ -451,14 +452,12 @@ class ConsumerLoop:
         # At-least-once: offsets of fully handled batches only (never the consumer's position, which runs
         # ahead of a batch being handled), committed every kafka_commit_interval_ms and when stopping.
         handled: dict[TopicPartition, int] = {}
-        committed_at = time.monotonic()
         try:
             while not self._stop.is_set():
                 batches = await consumer.getmany(timeout_ms=200, max_records=200)
                 if not batches:
                     if handled:
                         await self._commit_handled(consumer, handled)
-                        committed_at = time.monotonic()
                     continue
                 for tp, records in batches.items():  # saturation signal: records behind the partition end
                     high = consumer.highwater(tp)
@@ -478,9 +477,8 @@ class ConsumerLoop:
                         continue
                     for tp, records in batches.items():
                         handled[tp] = records[-1].offset + 1
-                    if time.monotonic() - committed_at >= self.settings.kafka_commit_interval_ms / 1000:
+                    if self._commit_due():
                         await self._commit_handled(consumer, handled)
-                        committed_at = time.monotonic()
                 else:
                     await self._handle_in_transaction(consumer, txn, batches)
         finally:
@@ -493,8 +491,12 @@ class ConsumerLoop:
                 await txn.stop()
             await consumer.stop()
 
+    def _commit_due(self) -> bool:
+        return time.monotonic() - self._committed_at >= self.settings.kafka_commit_interval_ms / 1000
+
     async def _commit_handled(self, consumer: AIOKafkaConsumer, handled: dict[TopicPartition, int]) -> None:
         """Commit the handled offsets (and forget them). A failure is not a reason to stop the service."""
+        self._committed_at = time.monotonic()
         offsets = {tp: off for tp, off in handled.items() if tp in consumer.assignment()}
         handled.clear()
         if not offsets:

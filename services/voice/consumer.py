@@ -93,7 +93,6 @@ class KeyedConsumerLoop(ConsumerLoop):
         self._queues: dict[str, deque[tuple[TopicPartition, ConsumerRecord, Topic, dict[str, Any]]]] = {}
         self._workers: dict[str, asyncio.Task[None]] = {}
         self._progress = asyncio.Event()
-        self._committed_at = 0.0  # every kafka_commit_interval_ms (livehost.config), and when stopping
 
     async def _start(self) -> AIOKafkaConsumer:
         tracker = self._tracker
@@ -148,7 +147,7 @@ class KeyedConsumerLoop(ConsumerLoop):
                     for tp, records in batches.items():
                         for rec in records:
                             await self._dispatch(tp, rec)
-                if time.monotonic() - self._committed_at >= self.settings.kafka_commit_interval_ms / 1000:
+                if self._commit_due():
                     await self._commit(consumer)
         finally:
             workers = list(self._workers.values())
