@@ -74,9 +74,46 @@ def client_options(settings: Settings) -> dict[str, Any]:
 
 
 def producer_options(settings: Settings) -> dict[str, Any]:
-    """Options every LiveHost producer shares on top of client_options: batch compression."""
+    """Options every LiveHost producer shares on top of client_options: batch compression (its level
+    is set for the whole process, see use_compression_level)."""
     kind = settings.kafka_compression_type
-    return {"compression_type": None if kind == "none" or settings.kafka_flavour == "tansu" else kind}
+    codec = None if kind == "none" or settings.kafka_flavour == "tansu" else kind
+    if codec is not None:
+        use_compression_level(codec, settings.kafka_compression_level)
+    return {"compression_type": codec}
+
+
+# Levels each codec accepts (Kafka's own ranges, KIP-390); snappy has none.
+COMPRESSION_LEVELS = {"gzip": (1, 9), "lz4": (1, 17), "zstd": (1, 22)}
+
+
+def use_compression_level(codec: str, level: int) -> None:
+    """Compress this process's record batches of ``codec`` at ``level`` (0: the codec's default).
+
+    aiokafka has no compression.level setting: its batch builders (the C one and the pure-Python one)
+    call ``aiokafka.codec.<codec>_encode(data)`` with the default level, lz4's being 9 (LZ4 HC), the
+    most expensive single step of writing a request state. So the builders' module globals are
+    replaced by the same function with a level. Per process: every producer here uses one setting."""
+    import functools
+
+    from aiokafka import codec as codecs
+    from aiokafka.record import default_records as py_records
+
+    if level == 0 or codec not in COMPRESSION_LEVELS:
+        return
+    low, high = COMPRESSION_LEVELS[codec]
+    if not low <= level <= high:
+        raise ValueError(f"kafka_compression_level {level} is outside {codec}'s levels {low}..{high}")
+    name = f"{codec}_encode"
+    modules: list[Any] = [py_records]
+    try:
+        from aiokafka.record._crecords import default_records as c_records
+        modules.append(c_records)
+    except ImportError:  # aiokafka built without its C extensions (AIOKAFKA_NO_EXTENSIONS)
+        pass
+    encode = functools.partial(getattr(codecs, name), **{"compresslevel" if codec == "gzip" else "level": level})
+    for module in modules:
+        setattr(module, name, encode)
 
 
 def patch_sync_group_load_in_progress() -> None:
