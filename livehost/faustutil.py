@@ -51,17 +51,18 @@ class _Worker(faust.Worker):
 
 
 def _patch_faust_clients(fetch_max_wait_ms: int | None, read_committed: bool, idempotent: bool,
-                         instance_id: str | None = None) -> None:
+                         instance_id: str | None = None, fetch_min_bytes: int = 1) -> None:
     """Faust builds its worker consumer and its producers itself, with settings it does not expose:
 
     - ``isolation_level`` is read_committed only under its own exactly_once guarantee, but the steps
       upstream of the stream processors write in Kafka transactions, so records of an aborted
       transaction must never reach them;
     - its producers are idempotent only under exactly_once;
-    - its worker consumer's fetch wait is hard-coded (see the module's docstring);
+    - its worker consumer's fetch wait is hard-coded (see the module's docstring), and so is its
+      fetch.min.bytes (1: every fetch returns as soon as one record is there);
     - it has no setting for static group membership (``livehost.kafka.group_instance_id``).
     """
-    wanted = (fetch_max_wait_ms, read_committed, idempotent, instance_id)
+    wanted = (fetch_max_wait_ms, read_committed, idempotent, instance_id, fetch_min_bytes)
     if _PATCHED.get("wanted") == wanted:
         return
     thread_cls: Any = faust_aiokafka.AIOKafkaConsumerThread
@@ -73,6 +74,7 @@ def _patch_faust_clients(fetch_max_wait_ms: int | None, read_committed: bool, id
         consumer = original(self, transport)
         if fetch_max_wait_ms is not None:
             consumer._fetch_max_wait_ms = fetch_max_wait_ms
+        consumer._fetch_min_bytes = fetch_min_bytes  # both read by the fetcher it creates at start()
         if read_committed:
             consumer._isolation_level = "read_committed"  # read by the fetcher it creates at start()
         if instance_id is not None:
@@ -345,9 +347,12 @@ def _patch_faust_put_back_unhanded() -> None:
     Consumer._livehost_put_back = True  # type: ignore[attr-defined]
 
 
-def make_app(app_id: str, settings: Settings, *, exactly_once: bool = False, **overrides: Any) -> faust.App:
+def make_app(app_id: str, settings: Settings, *, exactly_once: bool = False, fetch_min_bytes: int = 1,
+             fetch_max_wait_ms: int | None = None, **overrides: Any) -> faust.App:
     """A Faust app with LiveHost's settings; ``exactly_once`` is the processor's choice of Faust's
-    exactly_once guarantee (transactions per source partition), which ``kafka_transactions`` can veto."""
+    exactly_once guarantee (transactions per source partition), which ``kafka_transactions`` can veto.
+    ``fetch_min_bytes`` and ``fetch_max_wait_ms`` let a consumer off the reply's path fetch in batches
+    (fewer, larger fetches: the broker's cost is per request); the default wait is the shared one."""
     tansu = settings.kafka_flavour == "tansu"
     patch_sync_group_load_in_progress()
     _patch_faust_ack_gaps()
@@ -355,9 +360,9 @@ def make_app(app_id: str, settings: Settings, *, exactly_once: bool = False, **o
     _patch_faust_seek_before_resume()
     _patch_faust_table_start()
     _patch_faust_put_back_unhanded()
-    _patch_faust_clients(max(settings.kafka_fetch_max_wait_ms, 10),
+    _patch_faust_clients(max(fetch_max_wait_ms or settings.kafka_fetch_max_wait_ms, 10),
                          read_committed=not tansu, idempotent=settings.kafka_enable_idempotence and not tansu,
-                         instance_id=group_instance_id(settings, app_id))
+                         instance_id=group_instance_id(settings, app_id), fetch_min_bytes=max(1, fetch_min_bytes))
     datadir = state_dir() / "faust"
     datadir.mkdir(parents=True, exist_ok=True)
     conf: dict[str, Any] = dict(

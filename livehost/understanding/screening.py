@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+import numpy as np
+
 from livehost.understanding.normalize import deobfuscate
 
 DATA_PATH = Path(__file__).resolve().parent / "data" / "screening.jsonl"
@@ -43,16 +45,12 @@ CLAUSE_SUPPORT = 1e-3
 
 def features(text: str) -> Counter[str]:
     norm = deobfuscate(text)
-    feats: Counter[str] = Counter()
     padded = f" {norm} "
-    for n in (3, 4, 5):
-        for i in range(len(padded) - n + 1):
-            feats["c:" + padded[i:i + n]] += 1
+    # built as lists and counted at once: Counter counts an iterable in C
+    feats: Counter[str] = Counter(["c:" + padded[i:i + n] for n in (3, 4, 5) for i in range(len(padded) - n + 1)])
     toks = _WORD.findall(norm)
-    for i, tok in enumerate(toks):
-        feats["w:" + tok] += 1
-        if i + 1 < len(toks):
-            feats["b:" + tok + " " + toks[i + 1]] += 1
+    feats.update(["w:" + tok for tok in toks])
+    feats.update([f"b:{a} {b}" for a, b in zip(toks, toks[1:], strict=False)])
     # Chinese has no spaces: its words are one or two characters, which the character 3–5-grams above
     # and the whole-run "word" above both miss
     for run in _CJK_RUN.findall(norm):
@@ -111,6 +109,11 @@ class NaiveBayes:
             # weights normalised to a mean magnitude of 1, so no class wins by the size of its data
             mean = sum(abs(w) for w in logw.values()) / max(len(logw), 1)
             self.weights[c] = {f: w / mean for f, w in logw.items()}
+        # The same model as arrays, for scoring: a row of class weights per feature. Scoring in numpy is
+        # a third of the time of the dict-per-class sums (it runs for every comment and clause).
+        self._index = {f: i for i, f in enumerate(self.idf)}
+        self._idf = np.array(list(self.idf.values()))
+        self._matrix = np.array([[self.weights[c].get(f, 0.0) for c in self.classes] for f in self.idf])
 
     def _weighted(self, fs: Counter[str] | dict[str, int]) -> dict[str, float]:
         v = {f: math.log1p(n) * self.idf[f] for f, n in fs.items() if f in self.idf}
@@ -118,14 +121,20 @@ class NaiveBayes:
         return {f: x / norm for f, x in v.items()}
 
     def predict(self, text: str) -> dict[str, float]:
-        v = self._weighted(features(text))
-        if not v:
+        rows: list[int] = []
+        counts: list[int] = []
+        for f, n in features(text).items():
+            i = self._index.get(f)
+            if i is not None:
+                rows.append(i)
+                counts.append(n)
+        if not rows:
             return {c: (1.0 if c == "benign" else 0.0) for c in self.classes}
-        raw = {c: -sum(x * self.weights[c][f] for f, x in v.items()) for c in self.classes}
-        top = max(raw.values())
-        exp = {c: math.exp(SHARPEN * (r - top)) for c, r in raw.items()}
-        z = sum(exp.values())
-        return {c: e / z for c, e in exp.items()}
+        x = np.log1p(np.array(counts, dtype=float)) * self._idf[rows]  # as _weighted, in arrays
+        x /= math.sqrt(float(x @ x)) or 1.0
+        raw = -(x @ self._matrix[rows])
+        exp = np.exp(SHARPEN * (raw - raw.max()))
+        return dict(zip(self.classes, (exp / exp.sum()).tolist(), strict=True))
 
 
 def load_examples(path: Path = DATA_PATH) -> list[tuple[str, str]]:

@@ -91,7 +91,8 @@ class RecorderApp:
 def build(settings: Settings | None = None, *, store_factory: StoreFactory | None = None,
           sender: Sender | None = None) -> RecorderApp:
     settings = settings or load_settings()
-    app = make_app(traj_settings.APP_ID, settings, exactly_once=traj_settings.EXACTLY_ONCE)
+    app = make_app(traj_settings.APP_ID, settings, exactly_once=traj_settings.EXACTLY_ONCE,
+                   fetch_min_bytes=traj_settings.FETCH_MIN_BYTES, fetch_max_wait_ms=traj_settings.FETCH_WAIT_MS)
     topics = {t.name: faust_topic(app, t) for t in (REPLIES, TRAJECTORIES, DEAD_LETTER)}
     holder: dict[str, Any] = {}
     lock = asyncio.Lock()

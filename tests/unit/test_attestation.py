@@ -59,9 +59,36 @@ def test_forged_or_edited_requests_get_no_viewer(tamper: str) -> None:
     else:
         forged["attestation"] = '{"cert": "x", "sig": "!!"}'
     verifier = Verifier.from_pki(pki(), ROLES)
+    assert verifier.viewers(state) == {"u-1", "u-7"}  # the genuine request verified (and remembered) first
     with pytest.raises(AttestationError):
         verifier.viewers(forged)
     assert trusted_viewer(forged, verifier) is None
+
+
+def test_a_verified_attestation_is_not_verified_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    state = request()
+    state["attestation"] = Signer.from_pki(pki(), "hooks").sign(state)
+    verifier = Verifier.from_pki(pki(), ROLES)
+    checks: list[bytes] = []
+    signer_key = verifier._signer_key
+
+    class CountingKey:
+        def __init__(self, key: Any):
+            self._key = key
+
+        def verify(self, sig: bytes, data: bytes, algorithm: Any) -> None:
+            checks.append(data)
+            self._key.verify(sig, data, algorithm)
+
+    monkeypatch.setattr(verifier, "_signer_key", lambda pem: CountingKey(signer_key(pem)))
+    for turn in range(3):  # a request's tool calls over its turns
+        state["turn"] = turn
+        assert verifier.viewers(state) == {"u-1", "u-7"}
+    assert len(checks) == 1
+    state["comments"][-1]["user_id"] = "attacker"  # edited after the first check: verified afresh, refused
+    with pytest.raises(AttestationError):
+        verifier.viewers(state)
+    assert len(checks) == 2
 
 
 def test_only_service_identities_of_our_ca_may_attest(tmp_path: Path) -> None:

@@ -82,3 +82,23 @@ def test_shipped_input_hook_uses_the_classifier_and_its_thresholds() -> None:
     kept, failed = screen_comments(harness, comments)
     assert [c["user_id"] for c in kept] == ["u-3"]
     assert {v.reason.split(" (")[0] for _, v in failed} == {"abusive language", "prompt injection"}
+
+
+def test_array_scoring_matches_the_per_class_weights() -> None:
+    """predict scores in numpy; it must be the complement naive Bayes of the model's per-class weights."""
+    import math
+
+    from livehost.understanding import screening
+
+    m = screening.model()
+    for text, _ in screening.load_examples()[::7]:
+        v = m._weighted(screening.features(text))
+        got = m.predict(text)
+        if not v:
+            assert got["benign"] == 1.0
+            continue
+        raw = {c: -sum(x * m.weights[c][f] for f, x in v.items()) for c in m.classes}
+        exp = {c: math.exp(screening.SHARPEN * (r - max(raw.values()))) for c, r in raw.items()}
+        want = {c: e / sum(exp.values()) for c, e in exp.items()}
+        assert got.keys() == want.keys()
+        assert all(abs(got[c] - want[c]) < 1e-9 for c in want), text
