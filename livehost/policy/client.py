@@ -10,6 +10,10 @@
   a model that answers each request once (``policy_reference``) gets a plain ``ModelInfer`` call, which
   measured 0.75 ms less CPU per call here (client 0.75 → 0.33 ms, Triton 0.9 → 0.58 ms) than setting
   up a stream for one response. The model's config says which (``model_transaction_policy``).
+- Batches calls to a model whose config has a ``max_batch_size`` (``policy_reference``): calls made
+  while two requests to it are out wait and go together, one row each, in the next ModelInfer
+  request (:class:`RowBatcher`). At low load every call goes out at once, alone; under load the
+  gRPC call and the hand-over to the model's process are paid once per batch instead of per call.
 - Per-call timeout; bounded retries with jittered backoff on UNAVAILABLE / DEADLINE_EXCEEDED /
   timeouts; a circuit breaker opens after N consecutive failed calls and, while open, raises
   :class:`PolicyUnavailable` immediately; after the cool-down one trial call is let through.
@@ -156,6 +160,83 @@ class CircuitBreaker:
         self._trial_in_flight = False
 
 
+Row = tuple[str, str]  # one call's text_input and sampling parameters (JSON)
+RowAnswer = tuple[str, str | None]  # its text_output and finish_reason
+ERROR_FINISH = "error"  # finish_reason of a row the model could not answer (its text says why)
+
+
+@dataclass
+class _Waiting:
+    row: Row
+    timeout_s: float
+    future: asyncio.Future[RowAnswer]
+
+
+class RowBatcher:
+    """Sends calls to one batched model as few requests as keep up with them.
+
+    A call goes out at once while fewer than ``max_in_flight`` requests are out; otherwise it waits,
+    and when a request comes back everything waiting (up to ``max_rows``) goes out together. So at low
+    load nothing waits, and under load the batches grow by themselves: no timer, no added delay. A
+    failed request fails each of its calls, whose callers retry on their own; a caller that gave up
+    (a timeout) is simply left out of the answer."""
+
+    def __init__(self, send: Callable[[list[Row], float], Any], max_rows: int, max_in_flight: int = 2):
+        if max_rows < 1 or max_in_flight < 1:
+            raise ValueError("max_rows and max_in_flight must be at least 1")
+        self._send = send  # async (rows, timeout_s) -> list[RowAnswer], one per row, in order
+        self.max_rows = max_rows
+        self.max_in_flight = max_in_flight
+        self._waiting: list[_Waiting] = []
+        self._in_flight: set[asyncio.Task[None]] = set()
+        self.requests = 0  # requests sent (for tests and metrics)
+
+    async def call(self, row: Row, timeout_s: float) -> RowAnswer:
+        future: asyncio.Future[RowAnswer] = asyncio.get_running_loop().create_future()
+        self._waiting.append(_Waiting(row, timeout_s, future))
+        self._pump()
+        return await future
+
+    def _pump(self) -> None:
+        while self._waiting and len(self._in_flight) < self.max_in_flight:
+            batch = [w for w in self._waiting[:self.max_rows] if not w.future.done()]
+            del self._waiting[:self.max_rows]
+            if batch:
+                task = asyncio.ensure_future(self._request(batch))
+                self._in_flight.add(task)
+                task.add_done_callback(self._done)
+
+    def _done(self, task: asyncio.Task[None]) -> None:
+        self._in_flight.discard(task)
+        self._pump()
+
+    async def _request(self, batch: list[_Waiting]) -> None:
+        self.requests += 1
+        try:
+            answers = await self._send([w.row for w in batch], max(w.timeout_s for w in batch))
+            if len(answers) != len(batch):
+                raise PolicyError(f"the model answered {len(answers)} rows for {len(batch)}")
+        except asyncio.CancelledError:
+            for w in batch:
+                w.future.cancel()
+            raise
+        except Exception as exc:  # noqa: BLE001 - each caller gets it, and retries or reports it
+            for w in batch:
+                if not w.future.done():
+                    w.future.set_exception(exc)
+            return
+        for w, answer in zip(batch, answers, strict=True):
+            if not w.future.done():
+                w.future.set_result(answer)
+
+    async def close(self) -> None:
+        for task in list(self._in_flight):
+            task.cancel()
+        for w in self._waiting:
+            w.future.cancel()
+        self._waiting.clear()
+
+
 class TritonTransport:
     """``tritonclient.grpc.aio`` against a Triton server (vLLM-backend tensor contract)."""
 
@@ -166,12 +247,49 @@ class TritonTransport:
         self.url = url
         self._client = grpcclient.InferenceServerClient(url)
         self._decoupled: dict[str, bool] = {}  # per model, from its config
+        self._max_batch: dict[str, int] = {}  # per model, from its config (0: not batched)
+        self._batchers: dict[str, RowBatcher] = {}
 
     async def _config(self, model: str, timeout_s: float) -> dict[str, Any]:
         cfg = await self._client.get_model_config(model, as_json=True, client_timeout=timeout_s)
         config: dict[str, Any] = cfg.get("config", cfg)
         self._decoupled[model] = bool((config.get("model_transaction_policy") or {}).get("decoupled"))
+        self._max_batch[model] = int(config.get("max_batch_size") or 0)
         return config
+
+    async def batcher(self, model: str, timeout_s: float) -> RowBatcher | None:
+        """The model's row batcher; None for a model without a batch dimension or that streams."""
+        if model not in self._decoupled:
+            await self._config(model, timeout_s)
+        if self._decoupled[model] or self._max_batch[model] < 1:
+            return None
+        if model not in self._batchers:
+            async def send(rows: list[Row], timeout: float) -> list[RowAnswer]:
+                return await self._infer_rows(model, rows, timeout)
+
+            self._batchers[model] = RowBatcher(send, self._max_batch[model])
+        return self._batchers[model]
+
+    async def _infer_rows(self, model: str, rows: list[Row], timeout_s: float) -> list[RowAnswer]:
+        import numpy as np
+
+        def column(name: str, values: list[str]) -> Any:
+            tensor = self._mod.InferInput(name, [len(values), 1], "BYTES")
+            tensor.set_data_from_numpy(np.array([v.encode("utf-8") for v in values], dtype=np.object_)
+                                       .reshape(len(values), 1))
+            return tensor
+
+        result = await self._client.infer(
+            model, [column("text_input", [r[0] for r in rows]), column("sampling_parameters", [r[1] for r in rows])],
+            request_id=uuid.uuid4().hex, client_timeout=timeout_s)
+        out = result.as_numpy("text_output")
+        fin = result.as_numpy("finish_reason")
+        if out is None or out.shape[0] != len(rows):
+            raise PolicyError(f"model {model} answered {0 if out is None else out.shape[0]} rows for {len(rows)}")
+        finish = fin.reshape(len(rows), -1) if fin is not None else None
+        return [("".join(_decode(v) for v in out[i].reshape(-1)),
+                 _decode(finish[i][0]) or None if finish is not None and finish.shape[1] else None)
+                for i in range(len(rows))]
 
     async def decoupled(self, model: str, timeout_s: float) -> bool:
         """Whether the model streams its answer (decoupled) or answers each request once."""
@@ -188,6 +306,12 @@ class TritonTransport:
     ) -> StreamOutput:
         import numpy as np
 
+        batcher = await self.batcher(model, timeout_s)
+        if batcher is not None:
+            answer, reason = await batcher.call((text_input, sampling_json), timeout_s)
+            if reason == ERROR_FINISH:
+                raise PolicyError(answer, retryable=False)  # this row's input, not the server
+            return StreamOutput(answer, reason, 1)
         mod = self._mod
         text = mod.InferInput("text_input", [1], "BYTES")
         text.set_data_from_numpy(np.array([text_input.encode("utf-8")], dtype=np.object_))
@@ -237,6 +361,8 @@ class TritonTransport:
         return StreamOutput("".join(parts), finish, chunks)
 
     async def close(self) -> None:
+        for batcher in self._batchers.values():
+            await batcher.close()
         await self._client.close()
 
 

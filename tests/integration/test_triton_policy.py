@@ -79,6 +79,29 @@ async def test_reference_model_rejects_bad_input_without_retrying(triton_url):
     assert not err.value.retryable and "policy_reference" in str(err.value)
 
 
+async def test_concurrent_calls_share_requests_and_each_gets_its_own_answer(triton_url, harness):
+    """policy_reference has a batch dimension: calls made while requests are out go together, one row
+    each; every caller still gets the action for its own context, and a bad row fails only its caller."""
+    contexts = [build_context(harness, case) for case in CASES] * 4
+    async with PolicyClient(triton_url, "policy_reference", timeout_s=10.0, retries=0) as client:
+        transport = client.transport
+        assert isinstance(transport, TritonTransport)
+        batcher = await transport.batcher("policy_reference", 5.0)
+        assert batcher is not None and batcher.max_rows == 64
+        assert await transport.batcher("policy_llm", 5.0) is None  # streams: no batch dimension
+        before = batcher.requests
+        calls = [client.generate("", json.dumps(ctx), {}) for ctx in contexts]
+        calls.insert(len(calls) // 2, client.generate("", "not json", {}))
+        results = await asyncio.gather(*calls, return_exceptions=True)
+        sent = batcher.requests - before
+    bad = results.pop(len(contexts) // 2)
+    assert isinstance(bad, PolicyError) and not bad.retryable and "JSONDecodeError" in str(bad)
+    for ctx, result in zip(contexts, results, strict=True):
+        assert not isinstance(result, BaseException), result
+        assert parse_action(result.text).to_action() == decide(ctx)
+    assert sent < (len(contexts) + 1) / 2, f"{sent} requests for {len(contexts) + 1} calls"
+
+
 async def test_unreachable_server_opens_the_breaker():
     from livehost.policy.client import PolicyUnavailable
 

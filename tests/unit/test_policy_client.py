@@ -190,3 +190,51 @@ async def test_retrieved_prompt_model_gets_the_small_prompt_of_an_agent_context(
     await c.generate("REACT PROMPT", json.dumps({**ctx, "mode": "react"}), None)
     await c.generate("PLAIN", "{}", None)
     assert [s[1] for s in t.sent[1:]] == ["REACT PROMPT", "PLAIN"]
+
+
+class _SlowModel:
+    """A batched model answering each row with its text upper-cased, after `delay_s`; records batches."""
+
+    def __init__(self, delay_s: float = 0.01, fail: bool = False):
+        self.delay_s = delay_s
+        self.fail = fail
+        self.batches: list[list[str]] = []
+
+    async def __call__(self, rows: list[tuple[str, str]], timeout_s: float) -> list[tuple[str, str | None]]:
+        self.batches.append([text for text, _ in rows])
+        await asyncio.sleep(self.delay_s)
+        if self.fail:
+            raise ConnectionError("UNAVAILABLE")
+        return [(text.upper(), "stop") for text, _ in rows]
+
+
+async def test_row_batcher_sends_at_once_when_idle_and_batches_under_load() -> None:
+    from livehost.policy.client import RowBatcher
+
+    model = _SlowModel()
+    batcher = RowBatcher(model, max_rows=4, max_in_flight=2)
+    assert await batcher.call(("alone", "{}"), 1.0) == ("ALONE", "stop")
+    assert model.batches == [["alone"]]  # nothing waited
+    answers = await asyncio.gather(*(batcher.call((f"c{i}", "{}"), 1.0) for i in range(10)))
+    assert answers == [(f"C{i}", "stop") for i in range(10)]  # each caller its own row, in order
+    later = model.batches[1:]
+    assert [len(b) for b in later] == [1, 1, 4, 4]  # two out at once, the rest waited and went together
+    assert sorted(t for b in later for t in b) == sorted(f"c{i}" for i in range(10))
+
+
+async def test_row_batcher_fails_every_call_of_a_failed_request_and_skips_callers_that_gave_up() -> None:
+    from livehost.policy.client import RowBatcher
+
+    failing = RowBatcher(_SlowModel(fail=True), max_rows=8, max_in_flight=1)
+    results = await asyncio.gather(*(failing.call((f"c{i}", "{}"), 1.0) for i in range(3)), return_exceptions=True)
+    assert all(isinstance(r, ConnectionError) for r in results)
+
+    model = _SlowModel(delay_s=0.05)
+    batcher = RowBatcher(model, max_rows=8, max_in_flight=1)
+    first = asyncio.ensure_future(batcher.call(("first", "{}"), 1.0))
+    await asyncio.sleep(0)
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(batcher.call(("impatient", "{}"), 1.0), 0.01)  # waits behind "first", gives up
+    kept = asyncio.ensure_future(batcher.call(("kept", "{}"), 1.0))
+    assert await first == ("FIRST", "stop") and await kept == ("KEPT", "stop")
+    assert model.batches == [["first"], ["kept"]]  # the caller that gave up was left out
