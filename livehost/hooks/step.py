@@ -51,11 +51,13 @@ def evidence_text(state: dict[str, Any]) -> str:
     except ValueError:
         pass
     parts = [room]
+    shown: list[Any] = []  # every turn's prompt usually shows the same evidence: written out once
     for step in st.steps(state, "tool_result", "prompt"):
         data = step["data"]
         if step["kind"] == "tool_result" and data.get("ok"):
             parts.append(json.dumps(data.get("result"), default=str, ensure_ascii=False))
-        elif step["kind"] == "prompt":
+        elif step["kind"] == "prompt" and data.get("evidence") not in shown:
+            shown.append(data.get("evidence"))
             parts.append(json.dumps(data.get("evidence"), default=str, ensure_ascii=False))
     return "\n".join(parts)
 
