@@ -144,6 +144,10 @@ class Settings(BaseSettings):
     # such consumer's handler is idempotent. Transactional steps commit with each transaction.
     kafka_commit_interval_ms: int = 250
     kafka_faust_commit_interval_s: float = 0.1
+    # How long the stream processors' (Faust) producers let a batch fill before sending it: the hooks
+    # processor sends two records per request (the request, its outcome), each its own produce request
+    # at 0. 5 ms is the Java client's default since Kafka 4.0 (KIP-1030); it adds at most that per hop.
+    kafka_faust_linger_ms: int = Field(default=5, ge=0, le=100)
 
     # Names this process among the replicas of its service (the supervisor sets it): stable transactional
     # ids, so a restarted replica fences its dead predecessor at once, and stable consumer group

@@ -204,7 +204,10 @@ class HooksHandler:
 
     def _submit(self, state: dict[str, Any], now_ms: int, done: Handled, tokens: list[Any] | None = None) -> None:
         """A request passed input screening: start it if its room is free, else queue it (its comments'
-        ``tokens`` are acknowledged when it is published)."""
+        ``tokens`` are acknowledged when it is published). It is signed here, with the viewers its
+        screening kept: a refused or shed request runs no tool and needs no attestation."""
+        if self._signer is not None:
+            state["attestation"] = self._signer.sign(state)
         room_id = state["room_id"]
         sched = self.schedule(room_id)
         if sched.in_flight is None:
@@ -480,8 +483,6 @@ class HooksHandler:
                              policy=policy, created_ms=min(c["ts_ms"] for c in batch.comments))
         st.add_step(state, "input", None, {"comments": batch.comments, "event_ids": batch.event_ids,
                                            "collapsed": batch.collapsed, "room": room})
-        if self._signer is not None:
-            state["attestation"] = self._signer.sign(state)
         return harness, state
 
     async def _cancel_batch(self, batch: Batch, room: dict[str, Any], now_ms: int, done: Handled,

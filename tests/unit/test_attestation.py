@@ -113,3 +113,22 @@ async def test_the_hooks_processor_signs_every_request() -> None:
     done = await handler.flush(2000)
     states = [e.record["state"] for e in done.emits if "state" in e.record]
     assert states and all(Verifier.from_pki(pki(), ROLES).viewers(s) == {"u-9"} for s in states)
+
+
+async def test_a_request_whose_screening_dropped_a_comment_attests_the_viewers_it_kept() -> None:
+    """The signature covers the request's viewers, so it is made after screening: signed before, a
+    merged request that lost one viewer's link spam would not verify, and its tool calls would act for
+    nobody."""
+    provider = StaticHarnessProvider(load(REPO_ROOT / "harness" / "default"))
+    handler = HooksHandler(Settings(merge_window_ms=100), provider, {}, signer=Signer.from_pki(pki(), "hooks"))
+    base = {"room_id": "room-a", "type": "comment", "link_id": None, "campaign_json": None, "viewer_count": None}
+    await handler.on_room_event({**base, "event_id": "e-1", "ts_ms": 1000, "user_id": "u-spam",
+                                 "text": "cheap followers at http://spam.example"}, 1000)
+    await handler.on_room_event({**base, "event_id": "e-2", "ts_ms": 1010, "user_id": "u-buyer",
+                                 "text": "can I get the coupon for link 2?"}, 1010)
+    done = await handler.flush(2000)
+    started = [e.record["state"] for e in done.emits if e.topic.name == "agent.requests"]
+    assert len(started) == 1 and [c["user_id"] for c in started[0]["comments"]] == ["u-buyer"]
+    verifier = Verifier.from_pki(pki(), ROLES)
+    assert verifier.viewers(started[0]) == {"u-buyer"}
+    assert trusted_viewer(started[0], verifier) == "u-buyer"
