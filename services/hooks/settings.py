@@ -18,11 +18,12 @@ EXACTLY_ONCE = False
 FLUSH_INTERVAL_S = 0.05  # how often merge windows are checked
 # Admission control: requests in flight over all rooms of a worker before new ones are shed at merge
 # time (services/hooks/handlers.py). By Little's law it bounds a request's queueing: in flight / rate.
-# It must be at least capacity × release-to-outcome time: measured on 2 cores with the text voice
-# (README "Throughput and overload"), 48 shed 6-16% at 100/s, 64 1.2-2.3%, 72 0.7-2.2%, 80 and 96
-# none; at 2× that load a higher limit serves slower (served p95 1.85-1.96 s at 64, 2.03-2.06 at 72,
-# 2.25 at 80, 2.92 at 96). 80 serves the machine's capacity without shedding.
-MAX_IN_FLIGHT = int(os.environ.get("LIVEHOST_HOOKS_MAX_IN_FLIGHT", "80"))
+# It must be at least capacity × release-to-outcome time, and the lower it is the faster the requests
+# served under overload (README "Throughput and overload", measured on 2 cores): 48 keeps the default
+# espeak voice's served p95 under 2 s at 2× its capacity; with the text voice, whose capacity is
+# higher, 48 sheds 6-16% at 100/s and 80 sheds 0-0.9% (then 2× serves a p95 of 2.25 s), so a text-voice
+# deployment sets LIVEHOST_HOOKS_MAX_IN_FLIGHT=80.
+MAX_IN_FLIGHT = int(os.environ.get("LIVEHOST_HOOKS_MAX_IN_FLIGHT", "48"))
 # Latency objective of admission control, ms from a request's first comment (0: off, the harness's time
 # budget is the only limit). With it, a request that cannot finish by then is shed at merge time or
 # when its room frees, and the in-flight limit shrinks while requests take longer from release to
