@@ -74,9 +74,9 @@ def _patch_faust_clients(fetch_max_wait_ms: int | None, read_committed: bool, id
         consumer = original(self, transport)
         if fetch_max_wait_ms is not None:
             consumer._fetch_max_wait_ms = fetch_max_wait_ms
-        consumer._fetch_min_bytes = fetch_min_bytes  # both read by the fetcher it creates at start()
+        consumer._fetch_min_bytes = fetch_min_bytes
         if read_committed:
-            consumer._isolation_level = "read_committed"  # read by the fetcher it creates at start()
+            consumer._isolation_level = "read_committed"  # these three are read by the fetcher it creates at start()
         if instance_id is not None:
             consumer._group_instance_id = instance_id  # read by the group coordinator it creates at start()
         return consumer

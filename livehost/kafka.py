@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import functools
 import logging
 import os
 import socket
@@ -94,8 +95,6 @@ def use_compression_level(codec: str, level: int) -> None:
     call ``aiokafka.codec.<codec>_encode(data)`` with the default level, lz4's being 9 (LZ4 HC), the
     most expensive single step of writing a request state. So the builders' module globals are
     replaced by the same function with a level. Per process: every producer here uses one setting."""
-    import functools
-
     from aiokafka import codec as codecs
     from aiokafka.record import default_records as py_records
 

@@ -62,8 +62,8 @@ def clone(state: dict[str, Any]) -> dict[str, Any]:
     """A copy that shares nothing mutable with ``state``.
 
     A state is JSON-shaped (what Avro decodes: dicts, lists, strings, numbers), so copying its dicts and
-    lists is a deep copy; ``copy.deepcopy`` does the same with a memo and a dispatch per value, four
-    times slower on a request's state, and it runs several times per turn."""
+    lists is a deep copy; ``copy.deepcopy`` does the same with a memo and a dispatch per value, twice
+    as slow on a request's state (measured: 55 against 29 µs), and it runs several times per turn."""
     return _copy_json(state)
 
 

@@ -259,9 +259,7 @@ class TritonTransport:
 
     async def batcher(self, model: str, timeout_s: float) -> RowBatcher | None:
         """The model's row batcher; None for a model without a batch dimension or that streams."""
-        if model not in self._decoupled:
-            await self._config(model, timeout_s)
-        if self._decoupled[model] or self._max_batch[model] < 1:
+        if await self.decoupled(model, timeout_s) or self._max_batch[model] < 1:
             return None
         if model not in self._batchers:
             async def send(rows: list[Row], timeout: float) -> list[RowAnswer]:

@@ -205,4 +205,3 @@ async def test_a_queued_request_that_no_longer_fits_is_shed_before_its_deadline(
     assert shed["state"]["request_id"] == queued and shed["outcome"] == "cancelled"
     assert shed["reason"].startswith(SHED + "no longer fits while queued")
     assert h.queued("room-0") == []
-
