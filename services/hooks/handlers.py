@@ -8,19 +8,19 @@ Per room, requests are answered one at a time and in order: a room has at most o
 flight; newly merged requests wait in a bounded queue ordered by priority (questions and purchase
 intent before chit-chat), then age. The handler emits every terminal outcome itself (``on_action``,
 input rejections, cancellations), so it knows when a room frees up and releases the next request.
-Overload is shed at admission, before any prompt, policy or tool work (``_admit``): a merged
-request is cancelled with a reason starting ``shed:`` when the worker already has its in-flight
-limit of requests in flight (adaptive, at most ``max_in_flight``: it shrinks, at most once per
-generation of requests, while requests take more than half their budget from release to outcome,
-and grows back while they are faster), or when the work ahead of it in its room — what is left of
-the request in flight and the queued ones, at the measured service time (a moving average of
-release-to-outcome) — and its own service time (that average plus twice its moving mean deviation)
-cannot finish within its time budget. A request released from a room queue is shed the same way
-when its remaining budget is shorter than its own service time. An optional latency target
-(``LIVEHOST_HOOKS_LATENCY_TARGET_MS``) takes the place of the budget in both checks when it is
-sooner, and makes "slow" for the in-flight limit mean answered later than the target after the
-first comment. So under overload requests are refused cheaply instead of expiring mid-flight.
-Stale work is dropped, never queued forever: a queued request past its deadline is cancelled
+Overload is shed at admission, before any prompt, policy or tool work (``_admit``): a merged request
+is cancelled with a reason starting ``shed:`` when the worker already has its in-flight limit of
+requests in flight (adaptive, at most ``max_in_flight``: it shrinks, at most once per generation of
+requests, while more than a tenth of them are answered later than its objective after their merge
+window, and grows back while they are faster; livehost.agent.admission), or when the work ahead of
+it in its room — what is left of the request in flight and the queued ones, at the measured service
+time (a moving average of release-to-outcome) — and its own service time (that average plus twice
+its moving mean deviation) cannot finish within its time budget. A request released from a room
+queue is shed the same way when its remaining budget is shorter than its own service time. An
+optional latency target (``LIVEHOST_HOOKS_LATENCY_TARGET_MS``) takes the place of the budget in both
+checks when it is sooner, and tightens the in-flight limit's objective to what the target leaves
+after the merge window. So under overload requests are refused cheaply instead of expiring
+mid-flight. Stale work is dropped, never queued forever: a queued request past its deadline is cancelled
 (outcome ``cancelled`` with the reason), so is a queued request about the previous product after a
 product switch, and on overflow the lowest-priority, oldest request is dropped. An in-flight
 request that produced no outcome well past its deadline (a lost message, a crashed service) is
@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from livehost.agent import state as st
+from livehost.agent.admission import InFlightLimit
 from livehost.agent.loop import Next, fallback, route_action, terminal
 from livehost.agent.merge import Batch, Merger
 from livehost.config import Settings
@@ -54,7 +55,7 @@ from livehost.hooks.input import screen_comments
 from livehost.security.attest import Signer
 from livehost.security.ids import check_state_ids
 from livehost.topics import REPLIES, REQUESTS, TOOL_CALLS, Topic
-from services.hooks.settings import LATENCY_TARGET_MS, MAX_IN_FLIGHT
+from services.hooks.settings import LATENCY_TARGET_MS, LIMIT_LATENCY_MS, MAX_IN_FLIGHT
 
 log = logging.getLogger(__name__)
 
@@ -68,17 +69,10 @@ SERVICE_MIN_SAMPLES = 3  # finished requests before the estimate is trusted
 # alone let half the admitted requests finish past a latency target.
 SERVICE_DEV_ALPHA = 0.25
 SERVICE_DEV_FACTOR = 2.0
-# The in-flight limit adapts between MIN_IN_FLIGHT and max_in_flight: a request that took longer
-# than TARGET_SHARE of its time budget from release to outcome shrinks it by DECREASE; a faster one
-# grows it by 1/limit (additive increase, multiplicative decrease), so queueing in the pipeline stays
-# well inside the budget whatever the machine's speed.
+# The in-flight limit (livehost.agent.admission) adapts between MIN_IN_FLIGHT and max_in_flight, so that
+# 90% of a generation's requests are answered within limit_latency_ms of their merge window's end
+# (queueing before release and in the pipeline included), whatever the machine's speed.
 MIN_IN_FLIGHT = 4
-# Half the budget (4 s of the shipped harness's 8 s). Tried 0.15 with a limit of 80 (2026-12-03 13:00):
-# espeak at 100/s without transactions served a p95 of 2.2 s instead of 5 s, but the text voice at
-# 100/s shed 18% instead of 1% (the step reacts to the slowest request of a generation, and 1.2 s is
-# within that tail at capacity). README "Throughput and overload".
-TARGET_SHARE = 0.5
-DECREASE = 0.9
 SHED = "shed: "  # the reason prefix of requests refused at admission (outcome ``cancelled``)
 
 _URGENT = re.compile(r"\?|\b(how much|price|buy|order|cart|checkout|stock|left|size|coupon)\b", re.I)
@@ -164,7 +158,8 @@ class HooksHandler:
     def __init__(self, settings: Settings, harnesses: HarnessProvider, rooms: MutableMapping[str, Any],
                  queue_limit: int = QUEUE_LIMIT, abandon_grace_ms: int = ABANDON_GRACE_MS,
                  assigner: Assigner | None = None, signer: Signer | None = None,
-                 max_in_flight: int = MAX_IN_FLIGHT, latency_target_ms: int = LATENCY_TARGET_MS):
+                 max_in_flight: int = MAX_IN_FLIGHT, latency_target_ms: int = LATENCY_TARGET_MS,
+                 limit_latency_ms: int = LIMIT_LATENCY_MS):
         self._settings = settings
         self._harnesses = harnesses
         self._assigner = assigner
@@ -174,13 +169,17 @@ class HooksHandler:
         self.queue_limit = max(0, queue_limit)
         self.abandon_grace_ms = abandon_grace_ms
         self.max_in_flight = max(1, max_in_flight)
-        self.limit = float(self.max_in_flight)  # the adaptive in-flight limit
         self.latency_target_ms = max(0, latency_target_ms)  # 0: the time budget is the only limit
+        # The limit's objective is counted from the merge window's end, which the limit can influence;
+        # under a latency target it is what the target leaves after the window.
+        objective = limit_latency_ms
+        if self.latency_target_ms:
+            objective = min(objective, self.latency_target_ms - settings.merge_window_ms)
+        self.limit = InFlightLimit(self.max_in_flight, max(1, objective), MIN_IN_FLIGHT)
         self.service_ms = 0.0  # moving average of release-to-outcome time (0: nothing measured yet)
         self.service_dev = 0.0  # moving mean deviation of it
         self.service_samples = 0
         self.in_flight_count = 0
-        self._decreased_at_ms = 0  # when the in-flight limit last shrank
         self.schedules: dict[str, RoomSchedule] = {}
         self._seq = itertools.count()
         self._abandoned: OrderedDict[str, None] = OrderedDict()
@@ -353,20 +352,10 @@ class HooksHandler:
                 self.service_ms = float(took)  # the deviation starts at 0, not at RFC 6298's took / 2:
                 # with fewer samples than that takes to decay, admission would refuse on a guess
             self.service_samples += 1
-            if self.latency_target_ms:  # the objective is end to end: merging and queueing count too
-                slow = now_ms - int(sched.in_flight["created_ms"]) > self.latency_target_ms
-            else:
-                slow = took > TARGET_SHARE * (int(sched.in_flight["deadline_ms"]) - int(sched.in_flight["created_ms"]))
-            if slow:
-                # Once per generation, as TCP reacts once per round trip: a request released before the
-                # last decrease was admitted under the old limit and says nothing about the new one.
-                # Decreasing for each of them collapsed the limit after a slow start-up (measured: 48 →
-                # 9-18 during the benchmark's warm-up, a third of the goodput lost for minutes after).
-                if sched.released_ms >= self._decreased_at_ms:
-                    self.limit = max(min(MIN_IN_FLIGHT, self.max_in_flight), self.limit * DECREASE)
-                    self._decreased_at_ms = now_ms
-            else:
-                self.limit = min(self.max_in_flight, self.limit + 1 / self.limit)
+            # From the merge window's end: the wait in the hooks worker's input, in the room queue and
+            # in the pipeline all count, and the merge window itself, which no limit can shorten, not.
+            late = now_ms - int(sched.in_flight["created_ms"]) - self._settings.merge_window_ms
+            self.limit.outcome(late, sched.released_ms, now_ms)
             self._release(room_id, now_ms, done)
 
     def drop_held(self) -> list[Any]:

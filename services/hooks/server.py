@@ -213,7 +213,7 @@ def build(settings: Settings | None = None, *, sender: Sender | None = None,
         h = await handler()
         sent = await emit(await h.flush(clock()))
         metrics.IN_FLIGHT.set(h.in_flight_count)
-        metrics.IN_FLIGHT_LIMIT.set(h.limit)
+        metrics.IN_FLIGHT_LIMIT.set(h.limit.value)
         metrics.QUEUE_DEPTH.set(sum(len(s.queue) for s in h.schedules.values()))
         metrics.SERVICE_SECONDS.set(h.service_ms / 1000)
         return sent

@@ -1,0 +1,65 @@
+"""The adaptive in-flight limit on its own: a generation's 95th percentile decides, the step is in
+proportion to how late it is, and what was released before a decrease is not counted again."""
+
+from __future__ import annotations
+
+import pytest
+
+from livehost.agent.admission import MAX_DECREASE, MIN_WINDOW, InFlightLimit
+
+
+def feed(limit: InFlightLimit, latencies: list[float], released_ms: int = 0, now_ms: int = 1) -> None:
+    for n, latency in enumerate(latencies):
+        limit.outcome(latency, released_ms, now_ms + n)
+
+
+@pytest.mark.parametrize(("late_ms", "factor"), [(1_050, 0.9), (1_250, 0.8), (2_000, MAX_DECREASE),
+                                                 (9_000, MAX_DECREASE)])
+def test_the_step_down_is_the_objective_over_the_percentile_within_bounds(late_ms: float, factor: float) -> None:
+    limit = InFlightLimit(maximum=20, objective_ms=1_000)
+    feed(limit, [late_ms] * MIN_WINDOW)
+    assert limit.value == pytest.approx(20 * factor)
+
+
+def test_the_ninety_fifth_percentile_decides() -> None:
+    limit = InFlightLimit(maximum=20, objective_ms=1_000)
+    feed(limit, [500.0] * 19 + [5_000.0])  # one in twenty late: the 95th percentile is on time
+    assert limit.value == 20
+    feed(limit, [500.0] * 18 + [5_000.0] * 2, now_ms=100)  # two in twenty: it is late
+    assert limit.value == pytest.approx(20 * MAX_DECREASE)
+
+
+def test_nothing_is_decided_before_a_window_is_full() -> None:
+    limit = InFlightLimit(maximum=60, objective_ms=1_000)
+    assert limit.window() == 30  # half the limit
+    feed(limit, [3_000.0] * 29)
+    assert limit.value == 60
+    feed(limit, [3_000.0], now_ms=50)
+    assert limit.value == pytest.approx(60 * MAX_DECREASE)
+
+
+def test_outcomes_released_before_a_decrease_belong_to_the_old_generation() -> None:
+    limit = InFlightLimit(maximum=40, objective_ms=1_000)
+    feed(limit, [1_250.0] * 20, released_ms=0, now_ms=1_000)
+    assert limit.value == pytest.approx(32) and limit.decreased_at_ms == 1_019
+    feed(limit, [1_250.0] * 40, released_ms=500, now_ms=1_100)  # released at 500: before the decrease
+    assert limit.value == pytest.approx(32)
+    feed(limit, [1_250.0] * 20, released_ms=1_050, now_ms=3_000)
+    assert limit.value == pytest.approx(32 * 0.8)
+
+
+def test_the_limit_stays_within_its_bounds() -> None:
+    limit = InFlightLimit(maximum=8, objective_ms=1_000, minimum=4)
+    for gen in range(10):
+        feed(limit, [10_000.0] * MIN_WINDOW, released_ms=gen * 1_000, now_ms=gen * 1_000 + 500)
+    assert limit.value == 4
+    feed(limit, [100.0] * 1_000, released_ms=20_000, now_ms=20_000)
+    assert limit.value == 8
+
+
+def test_on_time_outcomes_grow_it_by_one_per_limit_of_them() -> None:
+    limit = InFlightLimit(maximum=100, objective_ms=1_000)
+    feed(limit, [3_000.0] * 50)  # a window of 50 late: 100 -> 70
+    assert limit.value == pytest.approx(70)
+    feed(limit, [100.0] * 70, released_ms=10_000, now_ms=10_000)
+    assert 70.9 < limit.value < 71.1
