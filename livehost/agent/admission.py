@@ -13,6 +13,12 @@ measurement forced:
   could serve in time (served p95 5.9 s at 2x capacity). The step is objective / percentile,
   between ``MAX_DECREASE`` and ``MIN_DECREASE``.
 
+- **Grow only while the limit is used** (at least half of it in flight), as TCP validates its
+  window (RFC 7661) and Netflix's concurrency-limits AIMD does. A limit that grew to its maximum of
+  96 while 20 requests were in flight at low load took four generations, each as long as the late
+  requests it waited for, to come down at 2x load: a 20 s overload served p95 5.9 s (2026-12-03).
+  And a decrease starts from the most requests that were in flight, when that is below the limit.
+
 A generation is the requests released after the last decrease: those released before it ran under
 the old limit and say nothing about the new one (decreasing for each of them collapsed the limit
 after a slow start-up).
@@ -25,7 +31,7 @@ import math
 QUANTILE = 0.95
 MIN_WINDOW = 20  # outcomes before a generation decides (fewer is noise: one late request in 20 is not)
 MIN_DECREASE = 0.9  # the smallest step down, a factor of the limit
-MAX_DECREASE = 0.7  # the largest step down
+MAX_DECREASE = 0.5  # the largest step down
 
 
 class InFlightLimit:
@@ -39,6 +45,7 @@ class InFlightLimit:
         self.value = float(self.maximum)
         self.decreased_at_ms = 0  # when the current generation began
         self._window: list[float] = []  # latencies of the current generation (bounded: see window())
+        self._used = 0  # the most requests in flight seen in the current window
 
     def __int__(self) -> int:
         return int(self.value)
@@ -48,19 +55,23 @@ class InFlightLimit:
         flight), at least MIN_WINDOW."""
         return max(MIN_WINDOW, math.ceil(self.value / 2))
 
-    def outcome(self, latency_ms: float, released_ms: int, now_ms: int) -> None:
-        """A request released at ``released_ms`` finished ``latency_ms`` late in the objective's terms."""
-        if latency_ms <= self.objective_ms:
+    def outcome(self, latency_ms: float, released_ms: int, now_ms: int, in_flight: int) -> None:
+        """A request released at ``released_ms`` took ``latency_ms`` in the objective's terms; ``in_flight``
+        requests were in flight as it finished, itself included."""
+        if latency_ms <= self.objective_ms and 2 * in_flight >= self.value:
             self.value = min(float(self.maximum), self.value + 1 / self.value)
         if released_ms < self.decreased_at_ms:
             return
         self._window.append(latency_ms)
+        self._used = max(self._used, in_flight)
         if len(self._window) < self.window():
             return
         ranked = sorted(self._window)
-        self._window = []
+        used, self._window, self._used = self._used, [], 0
         q = ranked[min(len(ranked) - 1, math.ceil(QUANTILE * len(ranked)) - 1)]
         if q > self.objective_ms:
+            # From what was in flight when that is less than the limit: a limit above it was not what
+            # made them late.
             step = max(MAX_DECREASE, min(MIN_DECREASE, self.objective_ms / q))
-            self.value = max(float(self.minimum), self.value * step)
+            self.value = max(float(self.minimum), min(self.value, float(used)) * step)
             self.decreased_at_ms = now_ms

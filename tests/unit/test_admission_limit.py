@@ -8,9 +8,10 @@ import pytest
 from livehost.agent.admission import MAX_DECREASE, MIN_WINDOW, InFlightLimit
 
 
-def feed(limit: InFlightLimit, latencies: list[float], released_ms: int = 0, now_ms: int = 1) -> None:
+def feed(limit: InFlightLimit, latencies: list[float], released_ms: int = 0, now_ms: int = 1,
+         in_flight: int = 1_000) -> None:
     for n, latency in enumerate(latencies):
-        limit.outcome(latency, released_ms, now_ms + n)
+        limit.outcome(latency, released_ms, now_ms + n, in_flight)
 
 
 @pytest.mark.parametrize(("late_ms", "factor"), [(1_050, 0.9), (1_250, 0.8), (2_000, MAX_DECREASE),
@@ -59,7 +60,28 @@ def test_the_limit_stays_within_its_bounds() -> None:
 
 def test_on_time_outcomes_grow_it_by_one_per_limit_of_them() -> None:
     limit = InFlightLimit(maximum=100, objective_ms=1_000)
-    feed(limit, [3_000.0] * 50)  # a window of 50 late: 100 -> 70
-    assert limit.value == pytest.approx(70)
-    feed(limit, [100.0] * 70, released_ms=10_000, now_ms=10_000)
-    assert 70.9 < limit.value < 71.1
+    feed(limit, [3_000.0] * 50)  # a window of 50, three times too late: 100 -> 50
+    assert limit.value == pytest.approx(100 * MAX_DECREASE)
+    feed(limit, [100.0] * 50, released_ms=10_000, now_ms=10_000)
+    assert 50.9 < limit.value < 51.1
+
+
+def test_it_grows_only_while_at_least_half_of_it_is_in_flight() -> None:
+    """A limit of 20 with 9 requests in flight is not what holds them back: on-time outcomes leave it.
+    With 15 in flight they grow it, up to twice what is in flight."""
+    limit = InFlightLimit(maximum=40, objective_ms=1_000)
+    feed(limit, [2_000.0] * 20)
+    assert limit.value == 20
+    feed(limit, [100.0] * 100, released_ms=10_000, now_ms=10_000, in_flight=9)
+    assert limit.value == 20
+    feed(limit, [100.0] * 20, released_ms=10_000, now_ms=20_000, in_flight=15)
+    assert 20.9 < limit.value < 21.1
+    feed(limit, [100.0] * 1_000, released_ms=10_000, now_ms=30_000, in_flight=15)
+    assert 30 <= limit.value < 30.1
+
+
+def test_a_decrease_starts_from_what_was_in_flight_when_the_limit_was_not_used() -> None:
+    """A limit of 96 with at most 30 requests in flight that are late comes down from 30, not 96."""
+    limit = InFlightLimit(maximum=96, objective_ms=1_000)
+    feed(limit, [2_000.0] * 48, in_flight=30)
+    assert limit.value == pytest.approx(30 * MAX_DECREASE)
