@@ -23,9 +23,9 @@ FLUSH_INTERVAL_S = 0.05  # how often merge windows are checked
 MAX_IN_FLIGHT = int(os.environ.get("LIVEHOST_HOOKS_MAX_IN_FLIGHT", "96"))
 # Latency objective of admission control, ms from a request's first comment (0: off, the harness's time
 # budget is the only limit). With it, a request that cannot finish by then is shed at merge time or
-# when its room frees, and the in-flight limit shrinks while requests take longer from release to
-# outcome than the target less the merge window: under overload the requests served stay fast and the
-# rest are refused early, instead of all answering late (README "Throughput and overload").
+# when its room frees, and the in-flight limit's objective is at most the target less the merge window:
+# under overload the requests served stay fast and the rest are refused early, instead of all
+# answering late (README "Throughput and overload").
 LATENCY_TARGET_MS = int(os.environ.get("LIVEHOST_HOOKS_LATENCY_TARGET_MS", "0"))
 # Objective of the adaptive in-flight limit (livehost.agent.admission), ms from a request's admission to
 # its outcome: the limit shrinks while more than 5% of a generation of requests take longer, and grows

@@ -217,6 +217,9 @@ class Outcomes:
     def outcome(self, latency_ms: float, released_ms: int, now_ms: int, in_flight: int) -> None:
         self.seen.append((latency_ms, released_ms))
 
+    def in_flight(self, running: list[tuple[int, float]], now_ms: int) -> None:
+        pass
+
 
 async def test_the_limit_hears_the_time_from_admission_room_queue_included() -> None:
     """The limit is told how long a request took from admission: its wait in the room queue counts
