@@ -58,6 +58,11 @@ def add_step(state: dict[str, Any], kind: str, name: str | None = None, data: An
     return state
 
 
+def tool_ms(state: dict[str, Any]) -> float:
+    """Time the request's tool calls took, as the tools measured it."""
+    return float(sum(s.get("duration_ms") or 0 for s in state["steps"] if s["kind"] == "tool_result"))
+
+
 def clone(state: dict[str, Any]) -> dict[str, Any]:
     """A copy that shares nothing mutable with ``state``.
 

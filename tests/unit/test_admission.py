@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from livehost.agent import state as st
 from livehost.config import REPO_ROOT, Settings
 from livehost.harness.loader import load
 from livehost.harness.provider import StaticHarnessProvider
@@ -239,6 +240,17 @@ async def test_the_limit_hears_the_time_from_admission_room_queue_included() -> 
     await h.on_action(no_reply(second), queued_at + 500 + 700)
     assert limit.seen == [(queued_at + 500 - (T0 + WINDOW + 300), T0 + WINDOW + 300),
                           (500 + 700, queued_at + 500)]
+
+
+async def test_the_limit_does_not_hear_the_time_spent_in_tool_calls() -> None:
+    h = handler()
+    limit = Outcomes()
+    h.limit = limit  # type: ignore[assignment]
+    (state,) = [r["state"] for r in of(await burst(h, T0, ["room-0"], "t"), REQUESTS.name)]
+    st.add_step(state, "tool_result", "any", {}, duration_ms=900)
+    st.add_step(state, "tool_result", "any", {}, duration_ms=400)
+    await h.on_action(no_reply(state), T0 + WINDOW + 2_000)
+    assert limit.seen == [(2_000 - 1_300, T0 + WINDOW)]
 
 
 async def test_under_a_latency_target_the_limit_objective_is_what_the_target_leaves() -> None:

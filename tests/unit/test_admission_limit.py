@@ -88,16 +88,30 @@ def test_a_decrease_starts_from_what_was_in_flight_when_the_limit_was_not_used()
 
 
 def test_requests_running_past_the_objective_decide_before_they_finish() -> None:
-    """Two of the generation's requests already 3 s old against a 1 s objective: a window of 20 allows
-    one late, so the limit steps down now, by 1000 / the second oldest, and a new generation starts.
-    One overdue request, or overdue requests of the old generation, decide nothing."""
+    """After one late outcome, one request of the generation already 1.25 s old against a 1 s objective:
+    a window of 20 allows one late, so the limit steps down now, by 1000 / the second latest, and a
+    new generation starts. Overdue requests of the old generation decide nothing."""
     limit = InFlightLimit(maximum=40, objective_ms=1_000)
-    limit.in_flight([(0, 3_000.0)] + [(0, 200.0)] * 29, now_ms=3_000)
+    feed(limit, [3_000.0], now_ms=2_900, in_flight=30)
+    limit.in_flight([(0, 200.0)] * 29, now_ms=3_000)
     assert limit.value == 40
-    limit.in_flight([(0, 3_000.0), (0, 2_500.0)] + [(0, 200.0)] * 28, now_ms=3_100)
-    assert limit.value == pytest.approx(30 * MAX_DECREASE) and limit.decreased_at_ms == 3_100
-    limit.in_flight([(0, 4_000.0)] * 10 + [(3_200, 100.0)] * 5, now_ms=4_000)  # old generation only
-    assert limit.value == pytest.approx(15)
-    feed(limit, [3_000.0], released_ms=3_200, now_ms=4_500)  # one late outcome of the new generation
-    limit.in_flight([(3_200, 1_500.0)] + [(3_200, 100.0)] * 4, now_ms=4_600)  # and one overdue: two late
-    assert limit.value == pytest.approx(15 * 1_000 / 1_500)
+    limit.in_flight([(0, 1_250.0)] + [(0, 200.0)] * 28, now_ms=3_100)
+    assert limit.value == pytest.approx(30 * 1_000 / 1_250) and limit.decreased_at_ms == 3_100
+    before = limit.value
+    feed(limit, [3_000.0], released_ms=3_200, now_ms=4_000)
+    limit.in_flight([(0, 4_000.0)] * 10 + [(3_200, 100.0)] * 5, now_ms=4_100)  # old generation only
+    assert limit.value == before
+
+
+def test_ages_alone_decide_nothing() -> None:
+    """Requests running long with no late outcome (a tool timing out: ages include tool calls, outcomes
+    do not), or while nothing finishes (a dependency restarting), leave the limit alone."""
+    limit = InFlightLimit(maximum=40, objective_ms=1_000)
+    feed(limit, [300.0] * 5, now_ms=1_000)
+    limit.in_flight([(0, 5_000.0)] * 30, now_ms=1_500)
+    assert limit.value == 40
+    feed(limit, [3_000.0], now_ms=2_000)
+    limit.in_flight([(0, 5_000.0)] * 30, now_ms=3_100)  # nothing finished for 1.1 s
+    assert limit.value == 40
+    limit.in_flight([(0, 5_000.0)] * 30, now_ms=2_500)
+    assert limit.value < 40
