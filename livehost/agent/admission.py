@@ -33,6 +33,13 @@ QUANTILE = 0.95
 MIN_WINDOW = 20  # outcomes before a generation decides (fewer is noise: one late request in 20 is not)
 MIN_DECREASE = 0.9  # the smallest step down, a factor of the limit
 MAX_DECREASE = 0.5  # the largest step down
+# A generation past the objective steps the limit down only while its median is QUEUEING times the
+# lowest median seen (the base, which may rise by BASE_DRIFT per window, so that it follows a machine
+# that slowed down): late without queueing, a lower limit only sheds (measured on a machine slower than
+# the objective at 25/s: the limit sank to 10 and shed 34% with no gain in latency).
+QUEUEING = 1.5
+BASE_DRIFT = 1.01
+MIN_MEDIAN = 5  # outcomes of a generation before its median counts for a decision on ages
 
 
 class InFlightLimit:
@@ -48,6 +55,7 @@ class InFlightLimit:
         self._window: list[float] = []  # latencies of the current generation (bounded: see window())
         self._used = 0  # the most requests in flight seen in the current window
         self._last_outcome_ms = 0
+        self.base_ms: float | None = None  # the lowest window median, drifting up (QUEUEING)
 
     def __int__(self) -> int:
         return int(self.value)
@@ -71,7 +79,10 @@ class InFlightLimit:
             return
         ranked = sorted(self._window)
         q = ranked[min(len(ranked) - 1, math.ceil(QUANTILE * len(ranked)) - 1)]
-        if q > self.objective_ms:
+        median = ranked[len(ranked) // 2]
+        queueing = self._queueing(median)
+        self.base_ms = median if self.base_ms is None else min(median, self.base_ms * BASE_DRIFT)
+        if q > self.objective_ms and queueing:
             self._decrease(q, now_ms)
         else:
             # On time: the limit stays within twice what was used. Above that it is no bound at all,
@@ -93,6 +104,8 @@ class InFlightLimit:
             # lower limit shortens that). Stepping down on ages alone shed 13% of a PostgreSQL
             # restart's requests and 34% of a tool-timeout drill's (fault suite, 2026-12-03).
             return
+        if len(self._window) < MIN_MEDIAN or not self._queueing(sorted(self._window)[len(self._window) // 2]):
+            return
         overdue = [age for released, age in running if released >= self.decreased_at_ms and age > self.objective_ms]
         if not overdue:
             return
@@ -101,6 +114,9 @@ class InFlightLimit:
         allowed = math.floor((1 - QUANTILE) * self.window() + 1e-9)
         if len(late) > allowed:
             self._decrease(late[allowed], now_ms)
+
+    def _queueing(self, median: float) -> bool:
+        return self.base_ms is None or median > QUEUEING * self.base_ms
 
     def _decrease(self, q: float, now_ms: int) -> None:
         """The generation's percentile ``q`` is past the objective: step down and start a new one."""

@@ -24,6 +24,7 @@ def test_the_step_down_is_the_objective_over_the_percentile_within_bounds(late_m
 
 def test_the_ninety_fifth_percentile_decides() -> None:
     limit = InFlightLimit(maximum=20, objective_ms=1_000)
+    feed(limit, [300.0] * 20)  # the base: a median of 300 ms
     feed(limit, [500.0] * 19 + [5_000.0])  # one in twenty late: the 95th percentile is on time
     assert limit.value == 20
     feed(limit, [500.0] * 18 + [5_000.0] * 2, now_ms=100)  # two in twenty: it is late
@@ -45,8 +46,8 @@ def test_outcomes_released_before_a_decrease_belong_to_the_old_generation() -> N
     assert limit.value == pytest.approx(32) and limit.decreased_at_ms == 1_019
     feed(limit, [1_250.0] * 40, released_ms=500, now_ms=1_100)  # released at 500: before the decrease
     assert limit.value == pytest.approx(32)
-    feed(limit, [1_250.0] * 20, released_ms=1_050, now_ms=3_000)
-    assert limit.value == pytest.approx(32 * 0.8)
+    feed(limit, [2_000.0] * 20, released_ms=1_050, now_ms=3_000)  # later than the base of 1250 ms
+    assert limit.value == pytest.approx(32 * 0.5)
 
 
 def test_the_limit_stays_within_its_bounds() -> None:
@@ -92,7 +93,7 @@ def test_requests_running_past_the_objective_decide_before_they_finish() -> None
     a window of 20 allows one late, so the limit steps down now, by 1000 / the second latest, and a
     new generation starts. Overdue requests of the old generation decide nothing."""
     limit = InFlightLimit(maximum=40, objective_ms=1_000)
-    feed(limit, [3_000.0], now_ms=2_900, in_flight=30)
+    feed(limit, [200.0] * 4 + [3_000.0], now_ms=2_900, in_flight=30)
     limit.in_flight([(0, 200.0)] * 29, now_ms=3_000)
     assert limit.value == 40
     limit.in_flight([(0, 1_250.0)] + [(0, 200.0)] * 28, now_ms=3_100)
@@ -125,3 +126,18 @@ def test_an_on_time_window_keeps_the_limit_within_twice_what_was_used() -> None:
     assert limit.value == pytest.approx(30, abs=0.1)
     feed(limit, [300.0] * 20, in_flight=2)
     assert limit.value == pytest.approx(4)  # the minimum
+
+
+def test_late_without_queueing_holds_the_limit() -> None:
+    """Windows past the objective whose median is no higher than before: the machine is slower than the
+    objective, not queueing, and a lower limit would only shed. A median 1.5 times the base is."""
+    limit = InFlightLimit(maximum=40, objective_ms=1_000)
+    feed(limit, [900.0] * 18 + [1_500.0] * 2)  # the first window decides (no base yet), and sets one
+    assert limit.value == pytest.approx(40 * 1_000 / 1_500) and limit.base_ms == 900
+    value = limit.value
+    for gen in range(5):
+        feed(limit, [950.0] * 18 + [1_500.0] * 2, released_ms=10_000 * (gen + 1), now_ms=10_000 * (gen + 1))
+    assert limit.value >= value  # on-time outcomes grew it; no window stepped it down
+    value = limit.value
+    feed(limit, [1_500.0] * 20, released_ms=100_000, now_ms=100_000)
+    assert limit.value == pytest.approx(value * 1_000 / 1_500)
