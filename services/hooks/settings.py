@@ -16,11 +16,14 @@ CONSUMER_GROUPS = (APP_ID,)
 # of a kill phase expired). Room-table writes are idempotent sets, and re-read comments re-merge.
 EXACTLY_ONCE = False
 FLUSH_INTERVAL_S = 0.05  # how often merge windows are checked
-# Admission control: the most requests in flight over all rooms of a worker (services/hooks/handlers.py).
-# The limit in force adapts below it (LIMIT_LATENCY_MS); this only caps it. It must be at least
-# capacity x release-to-outcome time: the text voice served 100 requests/s on 2 cores with 80 in flight
-# (README "Throughput and overload").
-MAX_IN_FLIGHT = int(os.environ.get("LIVEHOST_HOOKS_MAX_IN_FLIGHT", "96"))
+# Admission control: the most requests in flight over all rooms of a worker (services/hooks/handlers.py);
+# the limit in force adapts below it (LIMIT_LATENCY_MS). By Little's law it bounds a request's queueing:
+# in flight / rate. It must be at least capacity x release-to-outcome time: the text voice served
+# 100 requests/s on 2 cores with 80 (0-0.9% shed; 6-19% at 48), but with the default 4 s objective a
+# cap of 80 let espeak at 2x its capacity answer with a p95 of 5.1 s, 1.8 s at 48 (README "Throughput
+# and overload"). A text-voice deployment sets LIVEHOST_HOOKS_MAX_IN_FLIGHT=80, best with the 1 s
+# objective.
+MAX_IN_FLIGHT = int(os.environ.get("LIVEHOST_HOOKS_MAX_IN_FLIGHT", "48"))
 # Latency objective of admission control, ms from a request's first comment (0: off, the harness's time
 # budget is the only limit). With it, a request that cannot finish by then is shed at merge time or
 # when its room frees, and the in-flight limit's objective is at most the target less the merge window:
