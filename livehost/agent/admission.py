@@ -1,6 +1,6 @@
 """The adaptive in-flight limit of admission control (used by the hooks processor).
 
-Additive increase, multiplicative decrease, as TCP's congestion window, with two choices that
+Additive increase, multiplicative decrease, as TCP's congestion window, with choices that
 measurement forced:
 
 - **Decide on a generation's percentile, not on its slowest request.** Reacting to the slowest
@@ -8,15 +8,14 @@ measurement forced:
   requests are always slow (measured 2026-12-03: shrinking on any request over 1.2 s shed 18% of
   100 requests/s that the same machine served with 1% shed). Here a generation decides once it has
   ``window()`` outcomes, on its ``QUANTILE``.
-- **Decrease in proportion to how late it is.** The old fixed step of 10% per generation, on a
-  machine twice slower than the limit was set for, took over a minute to shrink 48 to the ~20 it
-  could serve in time (served p95 5.9 s at 2x capacity). The step is objective / percentile,
-  between ``MAX_DECREASE`` and ``MIN_DECREASE``.
-
+- **Decrease in proportion to how late it is.** The old fixed step of 10% per generation needs
+  seven generations to halve the limit, and a generation lasts as long as its late requests (5-6 s
+  each at 2x capacity on a slow machine). The step is objective / percentile, between
+  ``MAX_DECREASE`` and ``MIN_DECREASE``.
 - **Grow only while the limit is used** (at least half of it in flight), as TCP validates its
-  window (RFC 7661) and Netflix's concurrency-limits AIMD does. A limit that grew to its maximum of
-  96 while 20 requests were in flight at low load took four generations, each as long as the late
-  requests it waited for, to come down at 2x load: a 20 s overload served p95 5.9 s (2026-12-03).
+  window (RFC 7661) and Netflix's concurrency-limits AIMD does. Growing on every on-time outcome,
+  a limit capped at 96 stood at its cap after a 25/s step that used about 20, and the 50/s step
+  that followed answered with a p95 of 5.9 s (2026-12-03 14:53).
   A decrease starts from the most requests that were in flight, when that is below the limit.
   (Capping the limit at twice that after an on-time window, so that a load step meets a limit near
   its need, shed 34% at 25/s on a slow machine after one late window: left out.)

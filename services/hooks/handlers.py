@@ -361,10 +361,11 @@ class HooksHandler:
             self.service_samples += 1
             # From admission: the wait in the room queue and in the pipeline count, which the limit
             # shortens. The merge window and the wait in this worker's input do not: under overload the
-            # input waits behind the comments still to be shed, and shrinking the limit for that only
-            # lowered goodput. Nor does the time in tool calls, which no admission limit shortens: a
-            # tool timing out stepped the limit down and shed a third of a tool-timeout drill's
-            # requests (fault suite, 2026-12-03).
+            # input waits behind the comments still to be shed, and shrinking the limit for that lowered
+            # goodput (at 4x capacity, 13 replies/s counting that wait, 21 not, runs minutes apart).
+            # Nor does the time in tool calls, which no admission limit shortens: a tool timing out
+            # stepped the limit down and shed a third of a tool-timeout drill's requests (fault suite,
+            # 2026-12-03).
             late = max(0.0, now_ms - sched.admitted_ms - st.tool_ms(nxt.state))
             self.limit.outcome(late, sched.released_ms, now_ms, self.in_flight_count)
             self._release(room_id, now_ms, done)
