@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from typing import Any
 
 import asyncpg
@@ -62,16 +63,32 @@ def _row(t: dict[str, Any]) -> tuple[Any, ...]:
             t["completed_ms"])
 
 
+@dataclass
+class Saved:
+    """What storing a batch found: rows it inserted, and rows already there whose record was never
+    marked published (a recorder died after storing them, perhaps after publishing too)."""
+
+    new: set[str] = field(default_factory=set)
+    unmarked: set[str] = field(default_factory=set)
+
+    @property
+    def unpublished(self) -> set[str]:
+        return self.new | self.unmarked
+
+    def __or__(self, other: Saved) -> Saved:
+        return Saved(self.new | other.new, self.unmarked | other.unmarked)
+
+
 class TrajectoryStore:
     def __init__(self, pool: asyncpg.Pool):
         self._pool = pool
 
-    async def save_many(self, ts: list[dict[str, Any]]) -> set[str]:
+    async def save_many(self, ts: list[dict[str, Any]]) -> Saved:
         """Insert each trajectory once, all in one transaction (one durable commit for a batch, not two
-        per request); redelivered ones store nothing. Returns the request ids whose record is still to
-        be published: new rows, and rows whose record never went out (the recorder died in between)."""
+        per request); redelivered ones store nothing. Says which rows are new and which were stored
+        before but never marked published."""
         if not ts:
-            return set()
+            return Saved()
         columns = list(zip(*(_row(t) for t in ts), strict=True))
         params = ", ".join(f"${i}::{kind}[]" for i, kind in enumerate(TYPES, 1))
         async with self._pool.acquire() as conn, conn.transaction():
@@ -97,11 +114,11 @@ class TrajectoryStore:
                     " ON CONFLICT (request_id) DO NOTHING",
                     [t["request_id"] for t in memory], [t["room_id"] for t in memory],
                     [t["reply_text"] for t in memory], [t["completed_ms"] for t in memory])
-        return inserted | unsent
+        return Saved(inserted, unsent)
 
     async def save(self, t: dict[str, Any]) -> bool:
         """One trajectory (:meth:`save_many`); True while its record is still to be published."""
-        return t["request_id"] in await self.save_many([t])
+        return t["request_id"] in (await self.save_many([t])).unpublished
 
     async def mark_published_many(self, request_ids: list[str]) -> None:
         """The trajectories' records are on the topic: a later copy of their replies publishes nothing."""

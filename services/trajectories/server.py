@@ -17,8 +17,11 @@ Delivery guarantees:
   committed survives a database crash even on a server that runs with it off.
 - ``agent.trajectories`` gets one record per request: the row remembers whether its record went out,
   so a reply delivered twice (a stream processor re-emits replies after a restart) publishes nothing
-  the second time. Only a recorder killed between publishing and marking the row publishes again
-  when the reply is redelivered; consumers that must be exact deduplicate by ``request_id``.
+  the second time. A recorder killed between publishing a batch and marking its rows leaves rows
+  that say "not published"; when their replies come back, the topic is read from those replies'
+  completion time on (``clients.PublishedScan``) and only records not found there go out. What is
+  left: a scan that hits its bound, or a partition moved to another replica while its old owner is
+  still between publishing and marking; consumers that must be exact deduplicate by ``request_id``.
 
 ``build`` returns the app and its parts, and accepts a store factory and a sender, so unit tests run
 the agent with ``agent.test_context()`` and a fake store (the agent yields each trajectory it handled).
@@ -44,7 +47,8 @@ from livehost.retry import backoff_delays
 from livehost.security.ids import InvalidId
 from livehost.topics import DEAD_LETTER, REPLIES, TRAJECTORIES, Topic
 from services.trajectories import settings as traj_settings
-from services.trajectories.handlers import TrajectoryStore, trajectory_from_reply
+from services.trajectories.clients import PublishedLookup, PublishedScan
+from services.trajectories.handlers import Saved, TrajectoryStore, trajectory_from_reply
 
 log = logging.getLogger(__name__)
 
@@ -52,8 +56,7 @@ RESET_POOL_AFTER = 3  # consecutive transient failures before the pool is rebuil
 
 
 class Store(Protocol):
-    # the request ids whose record is still to be published
-    async def save_many(self, ts: list[dict[str, Any]]) -> set[str]: ...
+    async def save_many(self, ts: list[dict[str, Any]]) -> Saved: ...
 
     async def mark_published_many(self, request_ids: list[str]) -> None: ...
 
@@ -89,7 +92,7 @@ class RecorderApp:
 
 
 def build(settings: Settings | None = None, *, store_factory: StoreFactory | None = None,
-          sender: Sender | None = None) -> RecorderApp:
+          sender: Sender | None = None, published: PublishedLookup | None = None) -> RecorderApp:
     settings = settings or load_settings()
     app = make_app(traj_settings.APP_ID, settings, exactly_once=traj_settings.EXACTLY_ONCE,
                    fetch_min_bytes=traj_settings.FETCH_MIN_BYTES, fetch_max_wait_ms=traj_settings.FETCH_WAIT_MS)
@@ -103,6 +106,9 @@ def build(settings: Settings | None = None, *, store_factory: StoreFactory | Non
         await send(topics[topic.name], topic, key, record)
 
     out: Sender = sender if sender is not None else faust_send
+    lookup: PublishedLookup = published or PublishedScan(
+        settings, max_records=traj_settings.PUBLISHED_SCAN_MAX_RECORDS, max_s=traj_settings.PUBLISHED_SCAN_MAX_S,
+        client_id=f"{settings.kafka_client_id}-trajectories-scan")
 
     async def store() -> Store:
         async with lock:
@@ -118,14 +124,34 @@ def build(settings: Settings | None = None, *, store_factory: StoreFactory | Non
                 pool, pg_factory.pool = pg_factory.pool, None
                 pool.terminate()
 
-    async def save_many(trajectories: list[dict[str, Any]]) -> set[str]:
-        """Store the rows (returns the request ids whose record is still to be published), waiting out
-        database outages."""
+    async def save_many(trajectories: list[dict[str, Any]]) -> Saved:
+        """Store the rows, waiting out database outages."""
         first = trajectories[0]["request_id"]
-        return set(await retrying(first, lambda s: s.save_many(trajectories)))
+        saved: Saved = await retrying(first, lambda s: s.save_many(trajectories))
+        return saved
 
     async def save(trajectory: dict[str, Any]) -> bool:
-        return trajectory["request_id"] in await save_many([trajectory])
+        return trajectory["request_id"] in (await save_many([trajectory])).unpublished
+
+    async def published_before(saved: Saved, trajectories: list[dict[str, Any]]) -> set[str]:
+        """Of the rows stored before but never marked, those whose record is on the topic already (a
+        recorder died between publishing and marking); they are marked now and not published again."""
+        if not saved.unmarked:
+            return set()
+        since = min(t["completed_ms"] for t in trajectories if t["request_id"] in saved.unmarked)
+        try:
+            found = await lookup(set(saved.unmarked), since - traj_settings.PUBLISHED_SCAN_SKEW_MS)
+        except Exception:  # the broker is away: publishing again is the at-least-once fallback
+            log.exception("cannot read %s for %d unmarked trajectories; they are published again",
+                          TRAJECTORIES.name, len(saved.unmarked))
+            return set()
+        if found:
+            log.info("%d trajectory records were published before a restart; marking them", len(found))
+            try:
+                await mark_published(sorted(found))
+            except Exception:  # they are on the topic either way; unmarked rows only cost another scan
+                log.exception("cannot mark %d trajectories as published", len(found))
+        return found
 
     async def mark_published(request_ids: list[str]) -> None:
         await retrying(request_ids[0], lambda s: s.mark_published_many(request_ids))
@@ -175,17 +201,17 @@ def build(settings: Settings | None = None, *, store_factory: StoreFactory | Non
                 continue
             refused: dict[int, Exception] = {}  # position in the batch -> why the table refused its row
             try:
-                unpublished = await save_many([t for _, t in batch])
+                saved = await save_many([t for _, t in batch])
             except Exception as exc:  # not transient (save_many retries those): a value the table refuses
                 # It failed the whole batch: store the rows one by one (a batch of one is that row), so
                 # only the refused reply is dead-lettered.
-                unpublished = set()
+                saved = Saved()
                 if len(batch) == 1:
                     refused[0] = exc
                 else:
                     for i, (_, trajectory) in enumerate(batch):
                         try:
-                            unpublished |= await save_many([trajectory])
+                            saved |= await save_many([trajectory])
                         except Exception as row_exc:
                             refused[i] = row_exc
             for i, error in refused.items():
@@ -194,6 +220,7 @@ def build(settings: Settings | None = None, *, store_factory: StoreFactory | Non
                 await to_dead_letter(event, f"store: {error!r}")
                 yield None
             batch = [item for i, item in enumerate(batch) if i not in refused]
+            unpublished = saved.unpublished - await published_before(saved, [t for _, t in batch])
             sent: dict[str, None] = {}  # request ids published now, in order (a reply twice in a batch: once)
             for _, trajectory in batch:
                 request_id = trajectory["request_id"]

@@ -18,3 +18,10 @@ BATCH_WITHIN_S = 0.05
 # under load this consumer made a fetch per reply (measured in the README's "What each change did").
 FETCH_MIN_BYTES = 64 * 1024
 FETCH_WAIT_MS = 250
+# After a crash, rows stored but never marked published are checked against agent.trajectories before
+# their records go out again (clients.PublishedScan): the scan starts this long before the replies'
+# completion time (the stream processor's clock and the record's timestamp may disagree), and gives up
+# after this many records or seconds (the rest are published again: at-least-once).
+PUBLISHED_SCAN_SKEW_MS = 60_000
+PUBLISHED_SCAN_MAX_RECORDS = 200_000
+PUBLISHED_SCAN_MAX_S = 30.0

@@ -15,6 +15,8 @@ from livehost.agent import state as st
 from livehost.config import Settings
 from livehost.db import transient_db_error
 from livehost.topics import DEAD_LETTER, REPLIES, TRAJECTORIES, Topic
+from services.trajectories import settings as traj_settings
+from services.trajectories.handlers import Saved
 from services.trajectories.server import RecorderApp, Store, build
 
 
@@ -31,16 +33,18 @@ class FakeStore:
         self.refused: set[str] = set()  # request ids whose row the table refuses, every time
         self.marks: list[list[str]] = []
 
-    async def save_many(self, ts: list[dict[str, Any]]) -> set[str]:
+    async def save_many(self, ts: list[dict[str, Any]]) -> Saved:
         self.attempts += 1
         if self.fail_next:
             self.fail_next -= 1
             raise self.error
         if any(t["request_id"] in self.refused for t in ts):
             raise asyncpg.exceptions.StringDataRightTruncationError("value too long for type character varying")
+        ids = {t["request_id"] for t in ts}
+        new = ids - set(self.rows)
         for t in ts:
             self.rows.setdefault(t["request_id"], t)
-        return {t["request_id"] for t in ts} - self.published
+        return Saved(new, ids - new - self.published)
 
     async def mark_published_many(self, request_ids: list[str]) -> None:
         self.marks.append(list(request_ids))
@@ -68,14 +72,35 @@ def factories() -> list[int]:
     return []
 
 
+class OnTopic:
+    """Stands in for reading agent.trajectories: the request ids whose record is "there", and each
+    question asked (ids, since_ms)."""
+
+    def __init__(self) -> None:
+        self.there: set[str] = set()
+        self.asked: list[tuple[set[str], int]] = []
+        self.error: Exception | None = None
+
+    async def __call__(self, request_ids: set[str], since_ms: int) -> set[str]:
+        self.asked.append((set(request_ids), since_ms))
+        if self.error is not None:
+            raise self.error
+        return request_ids & self.there
+
+
 @pytest.fixture
-def recorder(store: FakeStore, sent: Sent, factories: list[int]) -> Iterator[RecorderApp]:
+def on_topic() -> OnTopic:
+    return OnTopic()
+
+
+@pytest.fixture
+def recorder(store: FakeStore, sent: Sent, factories: list[int], on_topic: OnTopic) -> Iterator[RecorderApp]:
     async def factory(_: Settings) -> Store:
         factories.append(1)
         return store
 
     parts = build(Settings(connect_backoff_initial_s=0.001, connect_backoff_max_s=0.002),
-                  store_factory=factory, sender=sent)
+                  store_factory=factory, sender=sent, published=on_topic)
     parts.app.finalize()
     parts.app.conf.store = URL("memory://")
     parts.app.flow_control.resume()
@@ -92,7 +117,8 @@ def reply(n: int, outcome: str = "reply") -> bytes:
                                          "completed_ms": 2_000})
 
 
-async def test_each_reply_is_stored_and_published(recorder: RecorderApp, store: FakeStore, sent: Sent) -> None:
+async def test_each_reply_is_stored_and_published(recorder: RecorderApp, store: FakeStore, sent: Sent,
+                                                  on_topic: OnTopic) -> None:
     async with recorder.record.test_context() as agent:
         for n in range(3):
             await agent.put(reply(n), key=b"room-1")
@@ -105,6 +131,7 @@ async def test_each_reply_is_stored_and_published(recorder: RecorderApp, store: 
     assert store.published == set(store.rows)
     first = published[0]
     assert first["outcome"] == "reply" and [s["kind"] for s in first["steps"]] == ["input", "reply"]
+    assert on_topic.asked == []  # no row was left unmarked: the topic is never read
 
 
 async def test_transient_database_errors_are_retried_and_reconnect(recorder: RecorderApp, store: FakeStore,
@@ -118,13 +145,43 @@ async def test_transient_database_errors_are_retried_and_reconnect(recorder: Rec
 
 
 async def test_a_row_whose_record_never_went_out_is_published_on_redelivery(recorder: RecorderApp,
-                                                                         store: FakeStore, sent: Sent) -> None:
+                                                                         store: FakeStore, sent: Sent,
+                                                                         on_topic: OnTopic) -> None:
     # the recorder died after storing the row and before publishing it; the reply comes again
     first = codec.decode(REPLIES.schema, reply(7))
-    await store.save_many([{"request_id": first["state"]["request_id"]}])
+    rid = first["state"]["request_id"]
+    await store.save_many([{"request_id": rid}])
     async with recorder.record.test_context() as agent:
         await agent.put(reply(7), key=b"room-1")
-    assert [(name, r["request_id"]) for name, _, r in sent] == [(TRAJECTORIES.name, first["state"]["request_id"])]
+    assert [(name, r["request_id"]) for name, _, r in sent] == [(TRAJECTORIES.name, rid)]
+    # the topic was asked first, from the reply's completion less the clock allowance
+    assert on_topic.asked == [({rid}, first["completed_ms"] - traj_settings.PUBLISHED_SCAN_SKEW_MS)]
+    assert rid in store.published
+
+
+async def test_a_record_published_before_the_crash_is_not_published_again(recorder: RecorderApp, store: FakeStore,
+                                                                          sent: Sent, on_topic: OnTopic) -> None:
+    """Killed between publishing and marking: the row says "not published", the topic has the record."""
+    ids = [codec.decode(REPLIES.schema, reply(n))["state"]["request_id"] for n in (1, 2, 3)]
+    await store.save_many([{"request_id": ids[0]}, {"request_id": ids[1]}])  # stored, never marked
+    on_topic.there.add(ids[0])  # only the first one's record made it out
+    async with recorder.record.test_context() as agent:
+        await put_together(agent, [reply(1), reply(2), reply(3)])
+    assert sorted(r["request_id"] for name, _, r in sent if name == TRAJECTORIES.name) == sorted(ids[1:])
+    assert [q for q, _ in on_topic.asked] == [{ids[0], ids[1]}]  # the new row is not looked for
+    assert store.published == set(ids)
+    assert [ids[0]] in store.marks  # marked without publishing
+
+
+async def test_when_the_topic_cannot_be_read_unmarked_records_are_published_again(
+        recorder: RecorderApp, store: FakeStore, sent: Sent, on_topic: OnTopic) -> None:
+    rid = codec.decode(REPLIES.schema, reply(4))["state"]["request_id"]
+    await store.save_many([{"request_id": rid}])
+    on_topic.there.add(rid)
+    on_topic.error = ConnectionError("broker away")
+    async with recorder.record.test_context() as agent:
+        await agent.put(reply(4), key=b"room-1")
+    assert [r["request_id"] for name, _, r in sent if name == TRAJECTORIES.name] == [rid]  # at least once
 
 
 async def test_garbage_is_dead_lettered(recorder: RecorderApp, store: FakeStore, sent: Sent) -> None:
