@@ -63,6 +63,31 @@ async def test_overload_is_shed_at_admission_and_admitted_requests_are_not_cance
     assert 0 < h.service_ms <= 1500 - WINDOW
 
 
+async def test_a_shed_request_is_not_screened(monkeypatch: Any) -> None:
+    """Admission comes before input screening: at 2x overload most merged requests are shed, and the
+    screening classifier was the largest part of merging them. Admitted requests are still screened."""
+    import services.hooks.handlers as hooks_handlers
+
+    screened: list[list[str]] = []
+    real = hooks_handlers.screen_comments
+
+    def counting(harness: Any, comments: list[dict[str, Any]]) -> Any:
+        screened.append([c["event_id"] for c in comments])
+        return real(harness, comments)
+
+    monkeypatch.setattr(hooks_handlers, "screen_comments", counting)
+    h = handler(max_in_flight=4)
+    done = await burst(h, T0, ROOMS, "a")
+    started = [r["state"] for r in of(done, REQUESTS.name)]
+    shed = of(done, REPLIES.name)
+    assert len(started) == 4 and len(shed) == 8
+    assert sorted(screened) == sorted([c["event_id"] for c in s["comments"]] for s in started)
+    for reply in shed:
+        kinds = [s["kind"] for s in reply["state"]["steps"]]
+        assert kinds == ["input", "cancel"], kinds  # recorded with its comments and the reason, nothing else
+        assert reply["reason"].startswith(SHED)
+
+
 async def test_a_room_queue_that_cannot_finish_within_the_budget_is_shed() -> None:
     h = handler()
     for n in range(3):  # three requests took 3 s each from release to outcome (the estimate needs three)
