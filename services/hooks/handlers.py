@@ -334,8 +334,9 @@ class HooksHandler:
             if sched.in_flight is None and not sched.queue:
                 del self.schedules[room_id]
         # Requests still running past the objective tell the limit now, not when they finish.
-        self.limit.in_flight([(s.released_ms, now_ms - s.admitted_ms) for s in self.schedules.values()
-                              if s.in_flight is not None], now_ms)
+        if self.limit.wants_ages():
+            self.limit.in_flight([(s.released_ms, now_ms - s.admitted_ms) for s in self.schedules.values()
+                                  if s.in_flight is not None], now_ms)
 
     def _forget(self, request_id: str) -> None:
         self._abandoned[request_id] = None

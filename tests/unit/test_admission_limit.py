@@ -109,9 +109,11 @@ def test_ages_alone_decide_nothing() -> None:
     do not), or while nothing finishes (a dependency restarting), leave the limit alone."""
     limit = InFlightLimit(maximum=40, objective_ms=1_000)
     feed(limit, [300.0] * 5, now_ms=1_000)
+    assert not limit.wants_ages()  # the hooks processor does not even list the ages
     limit.in_flight([(0, 5_000.0)] * 30, now_ms=1_500)
     assert limit.value == 40
     feed(limit, [3_000.0], now_ms=2_000)
+    assert limit.wants_ages()
     limit.in_flight([(0, 5_000.0)] * 30, now_ms=3_100)  # nothing finished for 1.1 s
     assert limit.value == 40
     limit.in_flight([(0, 5_000.0)] * 30, now_ms=2_500)
