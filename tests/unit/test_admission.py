@@ -243,8 +243,11 @@ class Outcomes:
     def outcome(self, latency_ms: float, released_ms: int, now_ms: int, in_flight: int) -> None:
         self.seen.append((latency_ms, released_ms))
 
+    def wants_ages(self) -> bool:
+        return False
+
     def in_flight(self, running: list[tuple[int, float]], now_ms: int) -> None:
-        pass
+        raise AssertionError("ages listed although the limit did not want them")
 
 
 async def test_the_limit_hears_the_time_from_admission_room_queue_included() -> None:
