@@ -221,16 +221,18 @@ def build(settings: Settings | None = None, *, store_factory: StoreFactory | Non
                 yield None
             batch = [item for i, item in enumerate(batch) if i not in refused]
             unpublished = saved.unpublished - await published_before(saved, [t for _, t in batch])
-            sent: dict[str, None] = {}  # request ids published now, in order (a reply twice in a batch: once)
+            sent: dict[str, dict[str, Any]] = {}  # published now, in order (a reply twice in a batch: once)
             for _, trajectory in batch:
                 request_id = trajectory["request_id"]
                 if request_id in sent:
                     continue
                 if request_id in unpublished:
-                    await out(TRAJECTORIES, trajectory["room_id"], trajectory)
-                    sent[request_id] = None
+                    sent[request_id] = trajectory
                 else:
                     log.info("reply %s delivered again: its trajectory is already stored and published", request_id)
+            # All of a batch's records at once: one after the other, each waited for its acknowledgement
+            # (and the producer's linger) alone, so each went in a produce request of its own.
+            await asyncio.gather(*(out(TRAJECTORIES, t["room_id"], t) for t in sent.values()))
             if sent:
                 try:
                     await mark_published(list(sent))

@@ -52,9 +52,18 @@ class FakeStore:
 
 
 class Sent(list[tuple[str, str, dict[str, Any]]]):
+    """Records sent; ``most_waiting`` is the most sends awaiting their acknowledgement at once."""
+
+    waiting = 0
+    most_waiting = 0
+
     async def __call__(self, topic: Topic, key: str, record: dict[str, Any]) -> None:
         codec.validate(topic.schema, record)
         self.append((topic.name, key, record))
+        self.waiting += 1
+        self.most_waiting = max(self.most_waiting, self.waiting)
+        await asyncio.sleep(0.01)  # the broker's acknowledgement
+        self.waiting -= 1
 
 
 @pytest.fixture
@@ -271,6 +280,7 @@ async def test_replies_arriving_together_are_stored_in_one_write(recorder: Recor
     published = [r["request_id"] for name, _, r in sent if name == TRAJECTORIES.name]
     assert len(published) == 3 and set(published) == set(store.rows)
     assert store.marks == [published]  # marked published together, once each
+    assert sent.most_waiting == 3  # sent together (one produce request), not one acknowledgement at a time
 
 
 async def test_a_refused_row_in_a_batch_dead_letters_only_its_reply(recorder: RecorderApp, store: FakeStore,
