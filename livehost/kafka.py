@@ -313,6 +313,18 @@ class Producer:
         meta = await producer.send_and_wait(topic.name, value=value, key=key.encode(), headers=headers)
         return meta.partition, meta.offset
 
+    async def enqueue(self, topic: Topic, key: str, record: dict[str, Any]) -> asyncio.Future[Any]:
+        """Encode and hand to the producer; returns the broker's acknowledgement to await. Records
+        enqueued one after another go in the same produce request, in order (per partition, also
+        across retries: the producer is idempotent by default)."""
+        if self._producer is None:
+            raise RuntimeError("producer not started")
+        value = codec.encode(topic.schema, record)
+        producer = _TRANSACTION.get() or self._producer
+        fut: asyncio.Future[Any] = await producer.send(
+            topic.name, value=value, key=key.encode(), headers=[(codec.SCHEMA_HEADER, topic.schema.encode())])
+        return fut
+
     async def send_raw(self, topic: str, key: bytes | None, value: bytes | None) -> None:
         if self._producer is None:
             raise RuntimeError("producer not started")

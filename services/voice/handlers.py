@@ -57,7 +57,10 @@ SPOKEN_OUTCOMES = ("reply", "fallback")
 PREEMPT_ON_HIGHER_PRIORITY = True
 REMEMBER_REQUESTS = 10_000  # request ids remembered for duplicate / late-cancel detection
 
-Publish = Callable[[dict[str, Any]], Awaitable[None]]
+# Hands a segment to the transport. It may return the segment's acknowledgement instead of waiting for
+# it: a reply's segments are then sent back to back (one produce request for a text voice's whole reply,
+# not one per segment), and the reply is done, its offset committable, once every one was acknowledged.
+Publish = Callable[[dict[str, Any]], Awaitable[Awaitable[Any] | None]]
 Clock = Callable[[], float]
 
 
@@ -270,6 +273,14 @@ class VoiceHandler:
         return False
 
     async def _speak(self, room: Room, speech: Speech, stream: ReplyStream) -> int:
+        acks: list[Awaitable[Any]] = []
+        try:
+            return await self._segments(room, speech, stream, acks)
+        finally:
+            if acks:  # also when cancelled part-way: what was handed over must be delivered
+                await asyncio.gather(*acks)
+
+    async def _segments(self, room: Room, speech: Speech, stream: ReplyStream, acks: list[Awaitable[Any]]) -> int:
         loop = asyncio.get_running_loop()
         iterator = iter(stream)
         failures = 0
@@ -297,7 +308,9 @@ class VoiceHandler:
                     speech.play_start_ms = max(now, room.play_until_ms)
                     metrics.FIRST_SEGMENT.observe(time.perf_counter() - speech.arrived)
                 segment["ts_ms"] = now_ms()
-                await self._publish(segment)
+                ack = await self._publish(segment)
+                if ack is not None:
+                    acks.append(ack)
                 speech.published += 1
                 speech.last_end_ms = float(segment["end_ms"])
                 room.play_until_ms = max(room.play_until_ms, speech.play_start_ms + speech.last_end_ms)
@@ -346,7 +359,9 @@ class VoiceHandler:
                 seg = cancel_segment(speech.request_id, speech.room_id, speech.published, at, reason)
                 seg["ts_ms"] = now_ms()
                 speech.cancel_sent = True
-                await self._publish(seg)
+                ack = await self._publish(seg)
+                if ack is not None:
+                    await ack
                 log.info("request %s (room %s): speech cancelled after %d segments (%s)",
                          speech.request_id, speech.room_id, speech.published, reason)
             else:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -144,9 +144,10 @@ def build(settings: Settings | None = None) -> ServiceRuntime:
     executor = ThreadPoolExecutor(max_workers=service_settings.synth_workers(), thread_name_prefix="tts")
     fanout = Fanout()
 
-    async def publish(seg: dict[str, Any]) -> None:
-        await producer.send(AVATAR_SEGMENTS, seg["room_id"], seg)
+    async def publish(seg: dict[str, Any]) -> Awaitable[Any]:
+        ack = await producer.enqueue(AVATAR_SEGMENTS, seg["room_id"], seg)
         fanout.publish(seg)
+        return ack
 
     audio_dir = settings.voice_audio_dir or state_dir() / "audio"
     db = runtime.database()

@@ -225,6 +225,54 @@ async def test_cancel_before_start_publishes_nothing(tmp_path: Path) -> None:
     assert rec.segments == []
 
 
+class Acking(Recorder):
+    """A transport that hands back each segment's acknowledgement, resolved by the test."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.acks: list[asyncio.Future[None]] = []
+
+    async def __call__(self, seg: dict[str, Any]) -> asyncio.Future[None]:  # type: ignore[override]
+        await super().__call__(seg)
+        self.acks.append(asyncio.get_running_loop().create_future())
+        return self.acks[-1]
+
+
+async def test_a_reply_is_sent_back_to_back_and_done_when_every_segment_is_acknowledged(tmp_path: Path) -> None:
+    """Segments go to the transport without waiting for each acknowledgement (one produce request for a
+    text reply, not one per segment), and the reply is finished, its offset committable, only once all
+    are acknowledged."""
+    rec = Acking()
+    h = VoiceHandler("text", tmp_path, rec, clock=Clock())
+    r = reply("req-1", "Link three is the scarf. It comes in four colours. Shipping is free today.")
+    assert await h.admit(r)
+    speaking = asyncio.create_task(h.speak(r))
+    await rec.wait(lambda: len(rec.segments) == 3)
+    assert not speaking.done()  # all three handed over, none acknowledged yet
+    for ack in rec.acks[:2]:
+        ack.set_result(None)
+    await asyncio.sleep(0.05)
+    assert not speaking.done()
+    rec.acks[2].set_result(None)
+    assert await speaking == 3
+
+
+async def test_a_segment_the_broker_refuses_fails_the_reply(tmp_path: Path) -> None:
+    rec = Acking()
+    h = VoiceHandler("text", tmp_path, rec, clock=Clock())
+    r = reply("req-2", "Link three is the scarf. It comes in four colours.")
+    assert await h.admit(r)
+    speaking = asyncio.create_task(h.speak(r))
+    await rec.wait(lambda: len(rec.segments) == 2)
+    rec.acks[0].set_result(None)
+    rec.acks[1].set_exception(ConnectionError("broker away"))
+    await rec.wait(lambda: len(rec.segments) == 3)  # the avatar is told the reply stopped
+    assert rec.segments[2]["cancel"] and rec.segments[2]["reason"] == "error"
+    rec.acks[2].set_result(None)
+    with pytest.raises(ConnectionError):
+        await speaking  # not finished: the consumer does not commit it, the reply is read again
+
+
 def test_offset_tracker_commits_only_finished_prefix() -> None:
     tp, tp2 = TopicPartition("agent.replies", 0), TopicPartition("agent.replies", 1)
     t = OffsetTracker()
