@@ -151,6 +151,41 @@ def pids_matching(text: str) -> list[int]:
     return found
 
 
+def log_sizes(log_dir: Path | None) -> dict[Path, int]:
+    """The broker's log segment files and their sizes now (where a step's batches will start)."""
+    if log_dir is None:
+        return {}
+    return {p: p.stat().st_size for p in log_dir.glob("*-*/*.log")}
+
+
+def batches_since(before: dict[Path, int], log_dir: Path | None) -> dict[str, tuple[int, int]]:
+    """Record batches and records per topic written to the broker's log since ``before``, read from the
+    segment files themselves (Kafka's record batch v2 header: each produce request writes one batch
+    per partition it carries, so records per batch is how well the producers batch; control batches,
+    the transaction markers, are left out)."""
+    out: dict[str, tuple[int, int]] = {}
+    for path, size in log_sizes(log_dir).items():
+        pos = before.get(path, 0)
+        topic = path.parent.name.rsplit("-", 1)[0]
+        batches = records = 0
+        with path.open("rb") as fh:
+            fh.seek(pos)
+            data = fh.read(size - pos)
+        at = 0
+        while at + 61 <= len(data):
+            length = int.from_bytes(data[at + 8:at + 12], "big")
+            if at + 12 + length > len(data):
+                break
+            attributes = int.from_bytes(data[at + 21:at + 23], "big")
+            if not attributes & 0x20:
+                batches += 1
+                records += int.from_bytes(data[at + 57:at + 61], "big")
+            at += 12 + length
+        b, r = out.get(topic, (0, 0))
+        out[topic] = (b + batches, r + records)
+    return {t: v for t, v in out.items() if v[0]}
+
+
 def load_avg() -> str:
     return Path("/proc/loadavg").read_text().split(" ", 3)[0:3].__str__()
 
@@ -276,7 +311,7 @@ def summarise(step: Step, seconds: float) -> dict[str, Any]:
             "stages": {k: (pct(v, .5), pct(v, .95)) for k, v in stages.items()},
             "cpu_per_req": {k: v / n for k, v in step.cpu.items()},
             "broker_share": step.cpu.get("broker", 0) / max(1e-9, sum(step.cpu.values())),
-            "cpu_util": sum(step.cpu.values()) / max(1e-9, step.wall_s)}
+            "cpu_util": sum(step.cpu.values()) / max(1e-9, step.wall_s), "wall_s": step.wall_s}
 
 
 def print_table(title: str, rows: list[dict[str, Any]]) -> None:
@@ -307,6 +342,18 @@ def print_table(title: str, rows: list[dict[str, Any]]) -> None:
         m = r["machine"]
         print(f"| {r['offered']} | {m['user'] + m['nice']:.2f} | {m['system']:.2f} | {m['softirq']:.2f} | "
               f"{m['irq']:.2f} | {m['steal']:.2f} | {m['iowait']:.2f} | {m['idle']:.2f} |")
+    names = sorted({t for r in rows for t in r.get("batches", {})})
+    if names:
+        print("\nRecords per batch written to the broker's log, per topic (over the step and its drain; a "
+              "produce request writes one batch per partition it carries), and batches per second:\n")
+        print("| offered/s | " + " | ".join(names) + " |")
+        print("|---|" + "---|" * len(names))
+        for r in rows:
+            cells = []
+            for t in names:
+                b, n = r["batches"].get(t, (0, 0))
+                cells.append(f"{n / b:.1f}, {b / r['wall_s']:.0f}/s" if b else "-")
+            print(f"| {r['offered']} | " + " | ".join(cells) + " |")
     groups = sorted({g for r in rows for g in r.get("txn", {})})
     if groups:
         print("\nTransactional steps' cycle (livehost_kafka_transaction_*): handle ms + commit ms per "
@@ -371,7 +418,7 @@ def txn_cycle(before: dict[tuple[str, str], float], after: dict[tuple[str, str],
 
 async def run_steps(settings: Settings, rooms: list[str], rates: list[int], seconds: float,
                     procs: dict[str, list[int]], drain_s: float,
-                    metrics_urls: list[str] | None = None) -> list[dict[str, Any]]:
+                    metrics_urls: list[str] | None = None, log_dir: Path | None = None) -> list[dict[str, Any]]:
     collector = Collector(settings)
     await collector.start()
     producer = AIOKafkaProducer(**client_options(settings), **producer_options(settings), acks="all", linger_ms=5)
@@ -385,6 +432,7 @@ async def run_steps(settings: Settings, rooms: list[str], rates: list[int], seco
             before = {k: tree_cpu_seconds(pids) for k, pids in procs.items()}
             txn_before = txn_totals(metrics_urls or [])
             machine_before = machine_cpu()
+            logs_before = log_sizes(log_dir)
             own = os.times()  # this process: the load generator and the collector, on the same cores
             t0 = time.monotonic()
             await offer(producer, step, prefix, rooms, seconds)
@@ -400,6 +448,7 @@ async def run_steps(settings: Settings, rooms: list[str], rates: list[int], seco
             row = summarise(step, seconds)
             row["machine"] = {k: (machine_offered[k] - machine_before[k]) / offered_s for k in machine_offered}
             row["txn"] = txn_cycle(txn_before, txn_totals(metrics_urls or []), step.wall_s)
+            row["batches"] = batches_since(logs_before, log_dir)
             rows.append(row)
             print(f"  {rate}/s: sent {step.sent}, outcomes {len(step.outcomes)} {row['outcomes']} "
                   f"(no outcome of their own within {drain_s:.0f} s of the step's end: "
@@ -567,7 +616,7 @@ async def prepare(settings: Settings, n_rooms: int) -> list[str]:
 
 
 def run_livehost(root: Path, base_env: dict[str, str], bootstrap: str, broker_pid: int, args: argparse.Namespace,
-                 label: str, txn: bool) -> list[dict[str, Any]]:
+                 label: str, txn: bool, log_dir: Path | None = None) -> list[dict[str, Any]]:
     env = {**base_env, "LIVEHOST_KAFKA_TRANSACTIONS": "true" if txn else "false",
            "LIVEHOST_PROMPT_CALLS_POLICY": "true" if args.turns == "prompt-policy" else "false",
            "LIVEHOST_PROMPT_RUNS_TURNS": "true" if args.turns == "prompt" else "false",
@@ -605,7 +654,8 @@ def run_livehost(root: Path, base_env: dict[str, str], bootstrap: str, broker_pi
         # broker CPU at 50/s was 12.4 ms per request then and 7.0 in the arm after it (2026-12-03).
         asyncio.run(run_steps(settings, rooms, [min(25, max(args.rates))], args.warmup_s, procs, 20))
         urls = [proc.metrics_url for sup in sups for proc in sup.procs.values() if proc.metrics_url]
-        return asyncio.run(run_steps(settings, rooms, args.rates, args.step_s, procs, args.drain_s, urls))
+        return asyncio.run(run_steps(settings, rooms, args.rates, args.step_s, procs, args.drain_s, urls,
+                                     log_dir))
     finally:
         for sup in sups:
             sup.stop()
@@ -677,7 +727,8 @@ def main() -> None:
             for txn in arms:
                 label = "txn" if txn else "atleastonce"
                 print(f"\n# LiveHost, transactions {'on' if txn else 'off'}", flush=True)
-                results[label] = run_livehost(root, base_env, bootstrap, broker.pid, args, label, txn)
+                results[label] = run_livehost(root, base_env, bootstrap, broker.pid, args, label, txn,
+                                              Path(broker.workdir) / "data")
                 print_table(f"LiveHost, transactions {'on' if txn else 'off'}, replicas {args.replicas}",
                             results[label])
             floors: dict[str, float] = {}
