@@ -25,6 +25,10 @@ SERVICE_SECONDS = Gauge("livehost_request_service_seconds", "Moving average of r
                         "admission control's service-time estimate.")
 SHED = Counter("livehost_requests_shed_total", "Requests refused at admission, before any prompt, policy or "
                "tool work.", ["why"])  # why: system (in-flight limit) or budget (queue cannot finish in time)
+# The trajectory recorder after a crash (services/trajectories/clients.py): rows stored but never marked
+# published, found on agent.trajectories (marked, not sent again) or not (sent again).
+TRAJECTORIES_UNMARKED = Counter("livehost_trajectories_unmarked_total", "Stored trajectories whose record was "
+                                "never marked published, seen again after a restart.", ["found"])  # found: yes, no
 CONSUMER_LAG = Gauge("livehost_consumer_lag_records", "Records behind the partition end, per consumer group, "
                      "topic and partition (set when a batch is read).", ["group", "topic", "partition"])
 # A transactional step's cycle (livehost.kafka.ConsumerLoop): the batch's handling, then the commit (the

@@ -38,7 +38,7 @@ from typing import Any, Protocol
 import asyncpg
 import faust
 
-from livehost import codec
+from livehost import codec, metrics
 from livehost.config import Settings, load_settings
 from livehost.db import broken_connection, connect_pool, migrate, transient_db_error
 from livehost.faustutil import dead_letter, faust_topic, make_app, run_worker, send
@@ -144,7 +144,10 @@ def build(settings: Settings | None = None, *, store_factory: StoreFactory | Non
         except Exception:  # the broker is away: publishing again is the at-least-once fallback
             log.exception("cannot read %s for %d unmarked trajectories; they are published again",
                           TRAJECTORIES.name, len(saved.unmarked))
+            metrics.TRAJECTORIES_UNMARKED.labels("no").inc(len(saved.unmarked))
             return set()
+        metrics.TRAJECTORIES_UNMARKED.labels("yes").inc(len(found))
+        metrics.TRAJECTORIES_UNMARKED.labels("no").inc(len(saved.unmarked - found))
         if found:
             log.info("%d trajectory records were published before a restart; marking them", len(found))
             try:

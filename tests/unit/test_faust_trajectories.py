@@ -8,6 +8,7 @@ from typing import Any
 
 import asyncpg
 import pytest
+from prometheus_client import REGISTRY
 from yarl import URL
 
 from livehost import codec
@@ -79,6 +80,10 @@ def sent() -> Sent:
 @pytest.fixture
 def factories() -> list[int]:
     return []
+
+
+def unmarked(found: str) -> float:
+    return REGISTRY.get_sample_value("livehost_trajectories_unmarked_total", {"found": found}) or 0.0
 
 
 class OnTopic:
@@ -174,12 +179,14 @@ async def test_a_record_published_before_the_crash_is_not_published_again(record
     ids = [codec.decode(REPLIES.schema, reply(n))["state"]["request_id"] for n in (1, 2, 3)]
     await store.save_many([{"request_id": ids[0]}, {"request_id": ids[1]}])  # stored, never marked
     on_topic.there.add(ids[0])  # only the first one's record made it out
+    found_before, missing_before = unmarked("yes"), unmarked("no")
     async with recorder.record.test_context() as agent:
         await put_together(agent, [reply(1), reply(2), reply(3)])
     assert sorted(r["request_id"] for name, _, r in sent if name == TRAJECTORIES.name) == sorted(ids[1:])
     assert [q for q, _ in on_topic.asked] == [{ids[0], ids[1]}]  # the new row is not looked for
     assert store.published == set(ids)
     assert [ids[0]] in store.marks  # marked without publishing
+    assert unmarked("yes") - found_before == 1 and unmarked("no") - missing_before == 1
 
 
 async def test_when_the_topic_cannot_be_read_unmarked_records_are_published_again(
