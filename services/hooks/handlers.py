@@ -504,7 +504,8 @@ class HooksHandler:
             self._submit(state, now_ms, done, batch.tokens)
             return
         # Admission before screening: under overload most merged requests are shed, and screening
-        # (the classifier, 12% of this process's samples at 2x) is work a shed request does not need.
+        # (the classifier, 12.6% of this process's samples at 4x overload) is work a shed request does
+        # not need.
         shed = self._admit(state, now_ms)
         if shed is not None:
             done.emits.append(route(terminal(state, "cancelled", None, shed), now_ms))
