@@ -275,10 +275,17 @@ class VoiceHandler:
     async def _speak(self, room: Room, speech: Speech, stream: ReplyStream) -> int:
         acks: list[Awaitable[Any]] = []
         try:
-            return await self._segments(room, speech, stream, acks)
-        finally:
-            if acks:  # also when cancelled part-way: what was handed over must be delivered
-                await asyncio.gather(*acks)
+            published = await self._segments(room, speech, stream, acks)
+        except BaseException:
+            # Nothing waits for these. Stopping: the reply is not committed and is read again (a stop
+            # with the broker away would otherwise wait out the producer's timeout). Failed: speak()
+            # sends a cancel segment and waits for it, which the partition orders after these.
+            for ack in acks:
+                asyncio.ensure_future(ack).add_done_callback(_unawaited_ack)
+            raise
+        if acks:  # also for a speech cut part-way: what was handed over is delivered before the commit
+            await asyncio.gather(*acks)
+        return published
 
     async def _segments(self, room: Room, speech: Speech, stream: ReplyStream, acks: list[Awaitable[Any]]) -> int:
         loop = asyncio.get_running_loop()
@@ -415,6 +422,12 @@ class VoiceHandler:
             return []
         self._prune(room)
         return list(room.speeches)
+
+
+def _unawaited_ack(fut: asyncio.Future[Any]) -> None:
+    """Retrieve the outcome of an acknowledgement nobody waits for (its reply is read again)."""
+    if not fut.cancelled() and fut.exception() is not None:
+        log.info("segment not acknowledged (its reply is read again): %r", fut.exception())
 
 
 def _discard(fut: asyncio.Future[Any]) -> None:

@@ -273,6 +273,31 @@ async def test_a_segment_the_broker_refuses_fails_the_reply(tmp_path: Path) -> N
         await speaking  # not finished: the consumer does not commit it, the reply is read again
 
 
+async def test_a_stop_mid_reply_does_not_wait_for_acknowledgements(tmp_path: Path) -> None:
+    """Stopping while a later chunk is synthesized: the reply is not committed (it is read again), so
+    the task ends at once instead of waiting for a segment the broker may never acknowledge."""
+    eng = GatedEngine()
+    rec = Acking()
+    h = VoiceHandler(eng, tmp_path, rec, clock=Clock())
+    r = reply("c9", LONG)
+    assert await h.admit(r)
+    speaking = asyncio.create_task(h.speak(r))
+    eng.gate.release()  # chunk 0: handed over, its acknowledgement never comes
+    await rec.wait(lambda: len(rec.segments) == 1)
+    assert await asyncio.to_thread(eng.entered.acquire, True, 5)  # chunk 0 entered
+    assert await asyncio.to_thread(eng.entered.acquire, True, 5)  # chunk 1 is being synthesized
+    speaking.cancel()
+    try:
+        await asyncio.wait({speaking}, timeout=2)
+        assert speaking.done(), "the stop waited for an acknowledgement"
+        assert speaking.cancelled()
+    finally:
+        eng.gate.release()  # let the synthesis thread finish
+        if not speaking.done():
+            rec.acks[0].set_result(None)
+            await asyncio.wait({speaking}, timeout=2)
+
+
 def test_offset_tracker_commits_only_finished_prefix() -> None:
     tp, tp2 = TopicPartition("agent.replies", 0), TopicPartition("agent.replies", 1)
     t = OffsetTracker()
