@@ -301,16 +301,12 @@ class Producer:
 
         Inside a consumer loop's batch it only enqueues the record (returns (-1, -1)): the loop waits
         for every acknowledgement of the batch before committing it."""
-        if self._producer is None:
-            raise RuntimeError("producer not started")
-        value = codec.encode(topic.schema, record)
-        producer = _TRANSACTION.get() or self._producer
-        headers = [(codec.SCHEMA_HEADER, topic.schema.encode())]
+        ack = await self.enqueue(topic, key, record)
         pending = _PENDING.get()
         if pending is not None:
-            pending.append(await producer.send(topic.name, value=value, key=key.encode(), headers=headers))
+            pending.append(ack)
             return -1, -1
-        meta = await producer.send_and_wait(topic.name, value=value, key=key.encode(), headers=headers)
+        meta = await ack
         return meta.partition, meta.offset
 
     async def enqueue(self, topic: Topic, key: str, record: dict[str, Any]) -> asyncio.Future[Any]:

@@ -10,10 +10,10 @@ intent before chit-chat), then age. The handler emits every terminal outcome its
 input rejections, cancellations), so it knows when a room frees up and releases the next request.
 Overload is shed at admission, before input screening and any prompt, policy or tool work
 (``_admit``): a merged request is cancelled with a reason starting ``shed:`` when the worker already
-has its in-flight limit of
-requests in flight (adaptive, at most ``max_in_flight``: it shrinks, at most once per generation of
-requests, while more than 5% of them take longer than its objective from admission to outcome,
-tool calls not counted, and grows back while they are faster; livehost.agent.admission), or when the work ahead of
+has its in-flight limit of requests in flight (adaptive, at most ``max_in_flight``: it shrinks, at
+most once per generation of requests, while more than 5% of them take longer than its objective from
+admission to outcome, tool calls not counted, and grows back while they are faster;
+livehost.agent.admission), or when the work ahead of
 it in its room — what is left of the request in flight and the queued ones, at the measured service
 time (a moving average of release-to-outcome) — and its own service time (that average plus twice
 its moving mean deviation) cannot finish within its time budget. A request released from a room

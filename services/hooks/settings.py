@@ -21,8 +21,8 @@ FLUSH_INTERVAL_S = 0.05  # how often merge windows are checked
 # in flight / rate. It must be at least capacity x release-to-outcome time: the text voice served
 # 100 requests/s on 2 cores with 80 (0-0.9% shed; 6-19% at 48), but with the default 4 s objective a
 # cap of 80 let espeak at 2x its capacity answer with a p95 of 5.1 s, 1.8 s at 48 (README "Throughput
-# and overload"). A text-voice deployment sets LIVEHOST_HOOKS_MAX_IN_FLIGHT=80, best with the 1 s
-# objective.
+# and overload"). A text-voice deployment sets LIVEHOST_HOOKS_MAX_IN_FLIGHT=80; the 1 s objective held 2x
+# nearer 2 s on a slow machine but also shed near capacity there (README "Cheaper shedding").
 MAX_IN_FLIGHT = int(os.environ.get("LIVEHOST_HOOKS_MAX_IN_FLIGHT", "48"))
 # Latency objective of admission control, ms from a request's first comment (0: off, the harness's time
 # budget is the only limit). With it, a request that cannot finish by then is shed at merge time or
