@@ -45,6 +45,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import asyncpg  # noqa: E402
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer  # noqa: E402
 from aiokafka.codec import lz4_encode as lz4_compress  # noqa: E402
 from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
@@ -81,6 +82,10 @@ STAGE_OF = {"input": "merge", "prompt": "prompt", "model_output": "policy", "act
             "correction": "hooks", "input_hook": "hooks"}
 STAGES = ("merge", "prompt", "policy", "tools", "hooks")
 FLOOR_GROUP = "bench-floor"
+# How long after a step's drain its trajectory rows are awaited (the recorder runs at a lower CPU priority
+# than the reply's path, so under saturation it catches up after the load): the step line says how many
+# arrived and how late.
+TRAJECTORY_WAIT_S = 60.0
 FLOOR_BUDGET_S = 8.0  # a floor record counts when it arrives within a LiveHost request's time budget
 
 
@@ -314,6 +319,31 @@ def summarise(step: Step, seconds: float) -> dict[str, Any]:
             "cpu_util": sum(step.cpu.values()) / max(1e-9, step.wall_s), "wall_s": step.wall_s}
 
 
+async def trajectories_recorded(pool: asyncpg.Pool, step: Step, wait_s: float) -> dict[str, float]:
+    """The step's outcomes with a trajectory row (the recorder is off the reply's path and may lag under
+    load): waits up to ``wait_s`` for all of them, then says how many and how late (row written less
+    outcome time)."""
+    ids = list(step.outcomes)
+    deadline = time.monotonic() + wait_s
+    while True:
+        rows = await pool.fetch(
+            "SELECT extract(epoch FROM recorded_at) * 1000 AS recorded_ms, completed_ms FROM trajectories "
+            "WHERE request_id = ANY($1::text[])", ids)
+        if len(rows) >= len(ids) or time.monotonic() >= deadline:
+            break
+        await asyncio.sleep(1.0)
+    lags = [(float(r["recorded_ms"]) - r["completed_ms"]) / 1000 for r in rows]
+    last = max((float(r["recorded_ms"]) for r in rows), default=float(step.ended_ms))
+    return {"recorded": len(rows), "caught_up_s": (last - step.ended_ms) / 1000,
+            "lag_p50": pct(lags, .5), "lag_p95": pct(lags, .95), "lag_max": max(lags, default=float("nan"))}
+
+
+def trajectory_line(t: dict[str, float], outcomes: int) -> str:
+    return (f"trajectories: {t['recorded']:.0f} of {outcomes} outcomes recorded, the last "
+            f"{t['caught_up_s']:.1f} s after the load stopped; row written after the outcome "
+            f"p50 {t['lag_p50']:.2f} s, p95 {t['lag_p95']:.2f} s, max {t['lag_max']:.2f} s")
+
+
 def print_table(title: str, rows: list[dict[str, Any]]) -> None:
     print(f"\n## {title}\n")
     print("| offered/s | completed/s | replies/s | cancelled % | shed % | p50 s | p95 s | p99 s | p95 served s |")
@@ -423,6 +453,7 @@ async def run_steps(settings: Settings, rooms: list[str], rates: list[int], seco
     await collector.start()
     producer = AIOKafkaProducer(**client_options(settings), **producer_options(settings), acks="all", linger_ms=5)
     await producer.start()
+    pool = await connect_pool(settings.postgres_dsn, attempts=10, min_size=1, max_size=1)
     rows = []
     try:
         for i, rate in enumerate(rates):
@@ -458,10 +489,13 @@ async def run_steps(settings: Settings, rooms: list[str], rates: list[int], seco
                               if r["outcome"] == "cancelled")
             if reasons:
                 print(f"    cancelled because: {reasons.most_common(3)}", flush=True)
+            row["trajectories"] = await trajectories_recorded(pool, step, TRAJECTORY_WAIT_S)
+            print(f"    {trajectory_line(row['trajectories'], len(step.outcomes))}", flush=True)
             await asyncio.sleep(3)
     finally:
         await producer.stop()
         await collector.stop()
+        await pool.close()
     if collector.sizes:
         lz4 = f" ({statistics.fmean(collector.lz4_sizes):.0f} B lz4-compressed)" if collector.lz4_sizes else ""
         print(f"  served reply record size mean {statistics.fmean(collector.sizes):.0f} B{lz4}, "

@@ -22,10 +22,12 @@ PostgreSQL trajectory row; dup fx = coupon grants sharing an idempotency key; ca
 cancelled (stale, shed, switched) of all requests; recovery = fault to the first reply of a request created
 after the fault; max s = the slowest request (reply time − first comment time); dead-lettered = records
 the services sent to the dead-letter topic during the phase (``poison`` sends 18: two on each of 8 topics,
-a 600 KB campaign_json and a path-like event id). For the tool faults a line before the row counts
-the tool_result steps of the phase's requests that failed, by error code ("(injected)": the drill's),
-and what those requests ended with (a ``tool_result`` step with ``ok`` false and the code ``timeout`` or
-``malformed`` is the trajectory's own statement of what went wrong).
+a 600 KB campaign_json and a path-like event id; 20 are dead-lettered, because the room-events topic has
+two readers, the hooks processor and the voice, and each dead-letters its two undecodable records). For
+the tool faults a line before the row counts the tool_result steps of the phase's requests that failed,
+by error code ("(injected)": the drill's), and what those requests ended with (a ``tool_result`` step
+with ``ok`` false and the code ``timeout`` or ``malformed`` is the trajectory's own statement of what
+went wrong).
 """
 
 from __future__ import annotations
