@@ -86,6 +86,7 @@ FLOOR_GROUP = "bench-floor"
 # than the reply's path, so under saturation it catches up after the load): the step line says how many
 # arrived and how late.
 TRAJECTORY_WAIT_S = 60.0
+COLLECT_MIN_BYTES = 64 * 1024  # the outcome collector's fetches wait for this much (or the fetch wait)
 FLOOR_BUDGET_S = 8.0  # a floor record counts when it arrives within a LiveHost request's time budget
 
 
@@ -223,8 +224,11 @@ class Collector:
         self._task: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
+        # Fetches in batches, as the trajectory recorder's: the instrument shares the broker and the cores
+        # with what it measures (a request's latency is read from its record, not from when it arrives).
         self.consumer = AIOKafkaConsumer(REPLIES.name, **consumer_options(self.settings),
-                                         group_id=f"bench-{uuid.uuid4().hex[:8]}", auto_offset_reset="earliest")
+                                         fetch_min_bytes=COLLECT_MIN_BYTES, group_id=f"bench-{uuid.uuid4().hex[:8]}",
+                                         auto_offset_reset="earliest")
         await self.consumer.start()
         self._task = asyncio.create_task(self._run())
 

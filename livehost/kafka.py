@@ -446,6 +446,9 @@ class ConsumerLoop:
     producer: Producer
     auto_offset_reset: str = "earliest"
     transactional: bool = False  # the step's choice; settings.kafka_transactions can turn it off
+    # Bytes a fetch waits for (at most the shared fetch wait): 1 answers as soon as a record is there; a
+    # reader that may lag a little fetches in batches, and the broker's cost is per request.
+    fetch_min_bytes: int = 1
 
     def __post_init__(self) -> None:
         self._stop = asyncio.Event()
@@ -476,6 +479,7 @@ class ConsumerLoop:
         consumer: AIOKafkaConsumer = await self._start_client(lambda: AIOKafkaConsumer(
             *[t.name for t in self.topics],
             **consumer_options(self.settings),
+            fetch_min_bytes=self.fetch_min_bytes,
             group_id=self.group_id,
             group_instance_id=group_instance_id(self.settings, self.group_id),
             client_id=f"{self.settings.kafka_client_id}-{self.group_id}",

@@ -180,7 +180,8 @@ def build(settings: Settings | None = None) -> ServiceRuntime:
                                                admit=admit))
     # A separate group and task, so a product switch can stop speech while a reply is being synthesized.
     runtime.consumers.append(ConsumerLoop(settings, service_settings.ROOMS_GROUP_ID, [ROOM_EVENTS],
-                                          on_room_event, producer))
+                                          on_room_event, producer,
+                                          fetch_min_bytes=service_settings.ROOMS_FETCH_MIN_BYTES))
     runtime.servicers.append((voice_pb2_grpc.add_VoiceServiceServicer_to_server,
                               VoiceServicer(settings, handler, fanout, executor)))
     return runtime

@@ -9,6 +9,11 @@ ROOMS_GROUP_ID = f"{GROUP_ID}-rooms"  # room events, read apart from the replies
 # The consumer groups a process of this service is a member of: the supervisor removes a crashed
 # replica from them at once when a peer replica runs (livehost.kafka.remove_static_members).
 CONSUMER_GROUPS = (GROUP_ID, ROOMS_GROUP_ID)
+# The room-events reader acts on product switches only, but receives every comment: its fetches wait
+# for this many bytes (about a hundred comments) or the shared fetch wait (100 ms), whichever comes
+# first, instead of returning with each comment. A product switch then stops speech up to that wait
+# later; under load the wait is shorter, as the comments fill the fetch.
+ROOMS_FETCH_MIN_BYTES = int(os.environ.get("LIVEHOST_VOICE_ROOMS_FETCH_MIN_BYTES", str(16 * 1024)))
 
 
 def grpc_port(s: Settings) -> int:

@@ -164,3 +164,31 @@ async def test_an_at_least_once_loop_commits_at_its_interval_while_records_flow(
     assert handled == [f"c{i}" for i in range(n)]
     assert during is None or during < n // 4, (during, n)  # not committed batch by batch
     assert after == n
+
+
+async def test_a_loop_that_fetches_in_batches_still_hands_on_a_lone_record(kafka_bootstrap: str) -> None:
+    """The voice's room-events reader waits for a fetch's worth of bytes: a record that no others follow
+    is still handed on, once the shared fetch wait (not the byte count) ends the fetch."""
+    settings = Settings(kafka_bootstrap=kafka_bootstrap)
+    await ensure_topics(settings)
+    producer = Producer(settings)
+    await producer.start()
+    seen: list[str] = []
+    done = asyncio.Event()
+
+    async def handler(topic: Topic, record: dict[str, Any], rec: Any) -> None:
+        seen.append(record["text"])
+        done.set()
+
+    loop = ConsumerLoop(settings, f"test-batch-{uuid.uuid4().hex[:6]}", [ROOM_EVENTS], handler, producer,
+                        fetch_min_bytes=10 * 1024 * 1024)
+    task = asyncio.create_task(loop.run())
+    try:
+        await asyncio.wait_for(loop.ready.wait(), 20)
+        await producer.send(ROOM_EVENTS, "room-x", event("alone"))  # the topic is fresh: the only record
+        await asyncio.wait_for(done.wait(), 15)
+    finally:
+        loop.stop()
+        await asyncio.wait_for(task, 10)
+        await producer.stop()
+    assert seen == ["alone"]
