@@ -97,6 +97,11 @@ class Settings(BaseSettings):
     # Kafka client tuning. Apache Kafka answers a waiting fetch as soon as data arrives, so the wait
     # only bounds idle polling; Tansu needs 10 ms (its env file says so).
     kafka_fetch_max_wait_ms: int = 100
+    # The fetch wait of a consumer whose topic carries no records in the configured mode (the policy and
+    # tools services' steps while the prompt step runs the turns, see prompt_runs_turns): an idle fetch
+    # is a broker request each wait, and such a reader answers a record as fast at any wait (the broker
+    # answers a waiting fetch when data arrives); only a partition handed to it mid-fetch waits longer.
+    kafka_idle_fetch_max_wait_ms: int = Field(default=1000, ge=10, le=10_000)
     # Consumer group session (ConsumerLoop, Faust, the voice's room group alike): a member that dies
     # without leaving (SIGKILL, a lost host) is noticed when its session runs out, and only then are its
     # partitions handed over: measured (tests/integration/test_rebalance.py) 6.9 s at 6000 ms, 3.4 s at
@@ -197,6 +202,18 @@ class Settings(BaseSettings):
     # and one transaction per turn instead of two) and the hooks processor and tools service take the
     # other steps over Kafka. Both off: every step is its own service, as in the design sketch.
     prompt_calls_policy: bool = False
+
+    @property
+    def policy_step_on_kafka(self) -> bool:
+        """Whether agent.prompts carries records for the policy service (else the prompt step calls the
+        model itself)."""
+        return not self.prompt_runs_turns and not self.prompt_calls_policy
+
+    @property
+    def tools_step_on_kafka(self) -> bool:
+        """Whether agent.tool_calls carries records for the tools service (else the prompt step runs
+        the tools in process)."""
+        return not self.prompt_runs_turns
     # How often the tools service re-reads the live fault drills (livehost/commerce/drills.py): the
     # delay until a started or stopped drill takes effect, without a query per tool call.
     tool_drill_refresh_s: float = 1.0

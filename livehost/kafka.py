@@ -449,6 +449,7 @@ class ConsumerLoop:
     # Bytes a fetch waits for (at most the shared fetch wait): 1 answers as soon as a record is there; a
     # reader that may lag a little fetches in batches, and the broker's cost is per request.
     fetch_min_bytes: int = 1
+    fetch_max_wait_ms: int | None = None  # None: the shared kafka_fetch_max_wait_ms
 
     def __post_init__(self) -> None:
         self._stop = asyncio.Event()
@@ -478,7 +479,8 @@ class ConsumerLoop:
     async def run(self) -> None:
         consumer: AIOKafkaConsumer = await self._start_client(lambda: AIOKafkaConsumer(
             *[t.name for t in self.topics],
-            **consumer_options(self.settings),
+            **{**consumer_options(self.settings),
+               **({"fetch_max_wait_ms": self.fetch_max_wait_ms} if self.fetch_max_wait_ms is not None else {})},
             fetch_min_bytes=self.fetch_min_bytes,
             group_id=self.group_id,
             group_instance_id=group_instance_id(self.settings, self.group_id),

@@ -63,7 +63,10 @@ def build(settings: Settings | None = None) -> ServiceRuntime:
 
     runtime.connect.append(connect)
     runtime.consumers.append(ConsumerLoop(settings, service_settings.GROUP_ID, [PROMPTS], on_prompt, producer,
-                                          transactional=service_settings.TRANSACTIONAL))
+                                          transactional=service_settings.TRANSACTIONAL,
+                                          # idle while the prompt step runs this step itself: poll rarely
+                                          fetch_max_wait_ms=None if settings.policy_step_on_kafka
+                                          else settings.kafka_idle_fetch_max_wait_ms))
     runtime.servicers.append((policy_pb2_grpc.add_PolicyServiceServicer_to_server,
                               PolicyServicer(handler, settings.policy_model)))
     return runtime

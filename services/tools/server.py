@@ -84,6 +84,9 @@ def build(settings: Settings | None = None) -> ServiceRuntime:
 
     runtime.connect.append(connect)
     runtime.consumers.append(ConsumerLoop(settings, service_settings.GROUP_ID, [TOOL_CALLS], on_call, producer,
-                                          transactional=service_settings.TRANSACTIONAL))
+                                          transactional=service_settings.TRANSACTIONAL,
+                                          # idle while the prompt step runs this step itself: poll rarely
+                                          fetch_max_wait_ms=None if settings.tools_step_on_kafka
+                                          else settings.kafka_idle_fetch_max_wait_ms))
     runtime.servicers.append((tools_pb2_grpc.add_ToolExecutionServiceServicer_to_server, ToolsServicer(holder)))
     return runtime
