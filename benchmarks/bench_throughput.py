@@ -39,6 +39,7 @@ import time
 import urllib.request
 import uuid
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -196,6 +197,17 @@ def load_avg() -> str:
     return Path("/proc/loadavg").read_text().split(" ", 3)[0:3].__str__()
 
 
+def speed_probe() -> float:
+    """CPU seconds of a fixed pure-Python loop (10 million additions): the machine's speed at this
+    moment. On these shared 2-core machines it has ranged from 0.35 s to 1.7 s between days, and the
+    capacity figures move with it, so every figure is printed next to it."""
+    started = time.process_time()
+    total = 0
+    for i in range(10_000_000):
+        total += i
+    return time.process_time() - started
+
+
 # ---------------------------------------------------------------------------------------------- load
 
 @dataclass
@@ -350,11 +362,13 @@ def trajectory_line(t: dict[str, float], outcomes: int) -> str:
 
 def print_table(title: str, rows: list[dict[str, Any]]) -> None:
     print(f"\n## {title}\n")
-    print("| offered/s | completed/s | replies/s | cancelled % | shed % | p50 s | p95 s | p99 s | p95 served s |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| offered/s | completed/s | replies/s | cancelled % | shed % | p50 s | p95 s | p99 s | p95 served s "
+          "| speed probe s |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         print(f"| {r['offered']} | {r['completed_s']:.1f} | {r['replies_s']:.1f} | {r['cancelled_pct']:.1f} | "
-              f"{r['shed_pct']:.1f} | {r['p50']:.2f} | {r['p95']:.2f} | {r['p99']:.2f} | {r['served_p95']:.2f} |")
+              f"{r['shed_pct']:.1f} | {r['p50']:.2f} | {r['p95']:.2f} | {r['p99']:.2f} | {r['served_p95']:.2f} "
+              f"| {r.get('probe_s', float('nan')):.2f} |")
     print("\nPer stage p50/p95 ms (step gaps; the Kafka hop into the stage included):\n")
     print("| offered/s | " + " | ".join(STAGES) + " |")
     print("|---|" + "---|" * len(STAGES))
@@ -409,6 +423,84 @@ def capacity(rows: list[dict[str, Any]]) -> float:
     return max(ok, default=0.0)
 
 
+# The issue's targets (README "Targets of issue 13"), checked against each run's own figures.
+TARGET_CAPACITY_S = 100.0  # merged requests/s with ≤ 1% cancelled or shed
+TARGET_FLOOR_RATIO = 0.2
+TARGET_P95_AT_50_S = 1.5
+TARGET_GOODPUT_AT_2X = 0.9  # replies/s at 2× capacity, as a share of capacity
+TARGET_SERVED_P95_AT_2X_S = 2.0
+OVERLOAD_BAND = (1.8, 2.2)  # a step counts as "2× capacity" within this band of the measured capacity
+
+
+def capacity_rate(rows: list[dict[str, Any]]) -> int:
+    """The highest offered rate whose step meets the capacity rule (0: none did)."""
+    cap = capacity(rows)
+    return max((r["offered"] for r in rows if cap and r["completed_s"] >= 0.95 * r["offered"]
+                and r["cancelled_pct"] <= 1.0 and r["shed_pct"] <= 1.0), default=0)
+
+
+def overload_step(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The step closest to 2× this run's capacity rate, within OVERLOAD_BAND (None: no such step, or
+    no capacity)."""
+    cap = capacity_rate(rows)
+    near = [r for r in rows if cap and OVERLOAD_BAND[0] * cap <= r["offered"] <= OVERLOAD_BAND[1] * cap]
+    return min(near, key=lambda r: abs(r["offered"] - 2 * cap), default=None)
+
+
+def overload_rate(rows: list[dict[str, Any]]) -> int | None:
+    """The rate of the extra step that measures overload: 2× the capacity rate found, unless a step
+    near it already ran (or no step met the capacity rule)."""
+    cap = capacity_rate(rows)
+    if not cap or overload_step(rows) is not None:
+        return None
+    return 2 * cap
+
+
+def targets(rows: list[dict[str, Any]], floor_s: float) -> list[tuple[str, str, str]]:
+    """(target, "met" / "not met" / "not measured", the figure) for each of the issue's targets that
+    this run's steps measure. Capacity is the highest offered rate meeting the rule; goodput at 2× is
+    a share of that rate."""
+    def verdict(ok: bool) -> str:
+        return "met" if ok else "not met"
+
+    cap, done = capacity_rate(rows), capacity(rows)
+    out = [(f"≥ {TARGET_CAPACITY_S:.0f} merged requests/s, ≤ 1% cancelled or shed", verdict(cap >= TARGET_CAPACITY_S),
+            f"the {cap}/s step, {done:.1f} completed/s" if cap else "no step met the rule")]
+    if floor_s == floor_s and floor_s > 0:  # not NaN: the floor was measured
+        out.append((f"ratio to the floor ≥ {TARGET_FLOOR_RATIO}", verdict(done / floor_s >= TARGET_FLOOR_RATIO),
+                    f"{done / floor_s:.2f} ({done:.1f} / {floor_s:.0f})"))
+    else:
+        out.append((f"ratio to the floor ≥ {TARGET_FLOOR_RATIO}", "not measured", "floor skipped"))
+    at50 = next((r for r in rows if r["offered"] == 50), None)
+    out.append((f"p95 ≤ {TARGET_P95_AT_50_S} s at 50/s",
+                verdict(at50["p95"] <= TARGET_P95_AT_50_S) if at50 else "not measured",
+                f"{at50['p95']:.2f} s" if at50 else "no 50/s step"))
+    over = overload_step(rows)
+    if over is None:
+        why = "no capacity step" if not cap else f"no step near 2× {cap}/s"
+        out += [(f"goodput at 2× capacity ≥ {TARGET_GOODPUT_AT_2X:.0%} of capacity", "not measured", why),
+                (f"served p95 at 2× capacity ≤ {TARGET_SERVED_P95_AT_2X_S} s", "not measured", why)]
+    else:
+        share = over["replies_s"] / cap
+        out += [(f"goodput at 2× capacity ≥ {TARGET_GOODPUT_AT_2X:.0%} of capacity",
+                 verdict(share >= TARGET_GOODPUT_AT_2X),
+                 f"{over['replies_s']:.1f} replies/s at {over['offered']}/s: {share:.0%} of {cap}/s"),
+                (f"served p95 at 2× capacity ≤ {TARGET_SERVED_P95_AT_2X_S} s",
+                 verdict(over["served_p95"] <= TARGET_SERVED_P95_AT_2X_S),
+                 f"{over['served_p95']:.2f} s at {over['offered']}/s")]
+    return out
+
+
+def print_targets(label: str, rows: list[dict[str, Any]], floor_s: float) -> None:
+    probes = [r["probe_s"] for r in rows if "probe_s" in r]
+    probe = f", speed probe {min(probes):.2f}–{max(probes):.2f} s" if probes else ""
+    print(f"\n## Targets ({label}{probe})\n")
+    print("| target | status | this run |")
+    print("|---|---|---|")
+    for target, status, figure in targets(rows, floor_s):
+        print(f"| {target} | {status} | {figure} |")
+
+
 def txn_totals(urls: list[str]) -> dict[tuple[str, str], float]:
     """Sums of the transactional steps' cycle metrics (livehost.metrics.TXN_SECONDS, TXN_RECORDS) over
     the processes, keyed (group, series): handle and commit seconds, records, transactions."""
@@ -452,7 +544,9 @@ def txn_cycle(before: dict[tuple[str, str], float], after: dict[tuple[str, str],
 
 async def run_steps(settings: Settings, rooms: list[str], rates: list[int], seconds: float,
                     procs: dict[str, list[int]], drain_s: float,
-                    metrics_urls: list[str] | None = None, log_dir: Path | None = None) -> list[dict[str, Any]]:
+                    metrics_urls: list[str] | None = None, log_dir: Path | None = None,
+                    then: Callable[[list[dict[str, Any]]], int | None] | None = None) -> list[dict[str, Any]]:
+    """One step per rate; then, given the rows, ``then`` may name one more rate (the overload step)."""
     collector = Collector(settings)
     await collector.start()
     producer = AIOKafkaProducer(**client_options(settings), **producer_options(settings), acks="all", linger_ms=5)
@@ -460,8 +554,10 @@ async def run_steps(settings: Settings, rooms: list[str], rates: list[int], seco
     pool = await connect_pool(settings.postgres_dsn, attempts=10, min_size=1, max_size=1)
     rows = []
     try:
-        for i, rate in enumerate(rates):
+        plan = list(rates)
+        for i, rate in enumerate(plan):  # plan may grow by one step at its end (then)
             step = Step(rate)
+            probe_s = speed_probe()  # between steps, while the stack idles
             prefix = f"s{i}x{uuid.uuid4().hex[:6]}"
             collector.by_prefix[prefix] = step
             before = {k: tree_cpu_seconds(pids) for k, pids in procs.items()}
@@ -484,11 +580,13 @@ async def run_steps(settings: Settings, rooms: list[str], rates: list[int], seco
             row["machine"] = {k: (machine_offered[k] - machine_before[k]) / offered_s for k in machine_offered}
             row["txn"] = txn_cycle(txn_before, txn_totals(metrics_urls or []), step.wall_s)
             row["batches"] = batches_since(logs_before, log_dir)
+            row["probe_s"] = probe_s
             rows.append(row)
             print(f"  {rate}/s: sent {step.sent}, outcomes {len(step.outcomes)} {row['outcomes']} "
                   f"(no outcome of their own within {drain_s:.0f} s of the step's end: "
                   f"{step.sent - len(step.outcomes)}, of which merged into another comment's request: {step.merged}), "
-                  f"p95 {row['p95']:.2f}s, load {load_avg()}, benchmark process {bench_cores:.2f} cores", flush=True)
+                  f"p95 {row['p95']:.2f}s, load {load_avg()}, benchmark process {bench_cores:.2f} cores, "
+                  f"speed probe before the step {probe_s:.2f} s", flush=True)
             reasons = Counter((r.get("reason") or "")[:60] for r in step.outcomes.values()
                               if r["outcome"] == "cancelled")
             if reasons:
@@ -496,6 +594,11 @@ async def run_steps(settings: Settings, rooms: list[str], rates: list[int], seco
             row["trajectories"] = await trajectories_recorded(pool, step, TRAJECTORY_WAIT_S)
             print(f"    {trajectory_line(row['trajectories'], len(step.outcomes))}", flush=True)
             await asyncio.sleep(3)
+            if then is not None and i == len(rates) - 1:
+                extra = then(rows)
+                if extra is not None:  # one room per comment per second, as in every step
+                    plan.append(min(extra, len(rooms)))
+                    print(f"  then {plan[-1]}/s: 2× the capacity these steps found", flush=True)
     finally:
         await producer.stop()
         await collector.stop()
@@ -664,7 +767,8 @@ def run_livehost(root: Path, base_env: dict[str, str], bootstrap: str, broker_pi
     settings = Settings()  # from the environment: free gRPC ports (0), this run's broker and database
     from livehost.stack.testing import reset_topics
     reset_topics(bootstrap)
-    rooms = asyncio.run(prepare(settings, max(args.rates)))
+    # room for the overload step: at most 2× the highest listed rate (when that rate is the capacity)
+    rooms = asyncio.run(prepare(settings, max(args.rates) * (2 if args.overload_step else 1)))
     sups = [Supervisor(settings, root / f"logs-{label}", env)]
     for r in range(1, args.replicas):
         sups.append(Supervisor(settings, root / f"logs-{label}-r{r}", {**env, "LIVEHOST_REPLICA_ID": f"r{r}"},
@@ -693,7 +797,7 @@ def run_livehost(root: Path, base_env: dict[str, str], bootstrap: str, broker_pi
         asyncio.run(run_steps(settings, rooms, [min(25, max(args.rates))], args.warmup_s, procs, 20))
         urls = [proc.metrics_url for sup in sups for proc in sup.procs.values() if proc.metrics_url]
         return asyncio.run(run_steps(settings, rooms, args.rates, args.step_s, procs, args.drain_s, urls,
-                                     log_dir))
+                                     log_dir, then=overload_rate if args.overload_step else None))
     finally:
         for sup in sups:
             sup.stop()
@@ -733,6 +837,8 @@ def main() -> None:
     ap.add_argument("--floor-rates", default="25,50,100")
     ap.add_argument("--skip-floor", action="store_true")
     ap.add_argument("--skip-tts", action="store_true")
+    ap.add_argument("--no-overload-step", dest="overload_step", action="store_false",
+                    help="do not add a step at 2× the capacity found when no listed rate is near it")
     ap.add_argument("--floor-stage", type=int, default=-1, help=argparse.SUPPRESS)
     ap.add_argument("--floor-hops", type=int, default=0, help=argparse.SUPPRESS)
     ap.add_argument("--bootstrap", default="", help=argparse.SUPPRESS)
@@ -746,7 +852,8 @@ def main() -> None:
 
     signal.signal(signal.SIGTERM, interrupted)
     args.rates = [int(x) for x in args.rates.split(",")]
-    print(f"# bench_throughput: {os.cpu_count()} cores, load average at start {load_avg()}, "
+    print(f"# bench_throughput: {os.cpu_count()} cores, speed probe (CPU s of a fixed Python loop; lower is "
+          f"faster) {speed_probe():.2f}, load average at start {load_avg()}, "
           f"rates {args.rates}, {args.step_s:.0f} s per rate, replicas {args.replicas}, "
           f"turns run in: {args.turns}", flush=True)
     arms = {"true": [True], "false": [False], "both": [True, False]}[args.transactions]
@@ -796,10 +903,12 @@ def main() -> None:
                 best = max(r["replies_s"] for r in rows)
                 print(f"| {label} | {cap:.1f} | {fl:.0f} | {cap / fl if fl else float('nan'):.2f} | {best:.1f} | "
                       f"{best / fl if fl else float('nan'):.2f} |")
+            for label, rows in results.items():
+                print_targets(label, rows, floors.get(label, float("nan")))
     if not args.skip_tts:
         sys.path.insert(0, str(Path(__file__).resolve().parent))
         tts_table()
-    print(f"\nload average at end {load_avg()}")
+    print(f"\nload average at end {load_avg()}, speed probe {speed_probe():.2f}")
 
 
 if __name__ == "__main__":
