@@ -545,8 +545,11 @@ def txn_cycle(before: dict[tuple[str, str], float], after: dict[tuple[str, str],
 async def run_steps(settings: Settings, rooms: list[str], rates: list[int], seconds: float,
                     procs: dict[str, list[int]], drain_s: float,
                     metrics_urls: list[str] | None = None, log_dir: Path | None = None,
-                    then: Callable[[list[dict[str, Any]]], int | None] | None = None) -> list[dict[str, Any]]:
-    """One step per rate; then, given the rows, ``then`` may name one more rate (the overload step)."""
+                    then: Callable[[list[dict[str, Any]]], int | None] | None = None,
+                    settle_s: float = 0.0) -> list[dict[str, Any]]:
+    """One step per rate; then, given the rows, ``then`` may name one more rate (the overload step).
+    Each step first offers its rate for ``settle_s`` unmeasured, so that it measures the steady state
+    at that rate rather than the way out of the step before (the admission limit adapts over seconds)."""
     collector = Collector(settings)
     await collector.start()
     producer = AIOKafkaProducer(**client_options(settings), **producer_options(settings), acks="all", linger_ms=5)
@@ -560,6 +563,8 @@ async def run_steps(settings: Settings, rooms: list[str], rates: list[int], seco
             probe_s = speed_probe()  # between steps, while the stack idles
             prefix = f"s{i}x{uuid.uuid4().hex[:6]}"
             collector.by_prefix[prefix] = step
+            if settle_s > 0:  # its outcomes go to no step (their prefix is not registered)
+                await offer(producer, Step(rate), f"settle{i}x{uuid.uuid4().hex[:6]}", rooms, settle_s)
             before = {k: tree_cpu_seconds(pids) for k, pids in procs.items()}
             txn_before = txn_totals(metrics_urls or [])
             machine_before = machine_cpu()
@@ -797,7 +802,8 @@ def run_livehost(root: Path, base_env: dict[str, str], bootstrap: str, broker_pi
         asyncio.run(run_steps(settings, rooms, [min(25, max(args.rates))], args.warmup_s, procs, 20))
         urls = [proc.metrics_url for sup in sups for proc in sup.procs.values() if proc.metrics_url]
         return asyncio.run(run_steps(settings, rooms, args.rates, args.step_s, procs, args.drain_s, urls,
-                                     log_dir, then=overload_rate if args.overload_step else None))
+                                     log_dir, then=overload_rate if args.overload_step else None,
+                                     settle_s=args.settle_s))
     finally:
         for sup in sups:
             sup.stop()
@@ -825,6 +831,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rates", default="25,50,100,200")
     ap.add_argument("--step-s", type=float, default=20.0)
+    ap.add_argument("--settle-s", type=float, default=10.0,
+                    help="unmeasured load at each step's rate before the step is measured")
     ap.add_argument("--replicas", type=int, default=1)
     ap.add_argument("--warmup-s", type=float, default=40.0, help="unmeasured load before the steps")
     ap.add_argument("--drain-s", type=float, default=12.0,
@@ -854,7 +862,8 @@ def main() -> None:
     args.rates = [int(x) for x in args.rates.split(",")]
     print(f"# bench_throughput: {os.cpu_count()} cores, speed probe (CPU s of a fixed Python loop; lower is "
           f"faster) {speed_probe():.2f}, load average at start {load_avg()}, "
-          f"rates {args.rates}, {args.step_s:.0f} s per rate, replicas {args.replicas}, "
+          f"rates {args.rates}, {args.step_s:.0f} s per rate after {args.settle_s:.0f} s unmeasured at it, "
+          f"replicas {args.replicas}, "
           f"turns run in: {args.turns}", flush=True)
     arms = {"true": [True], "false": [False], "both": [True, False]}[args.transactions]
     with tempfile.TemporaryDirectory(prefix="bench-tp-") as tmp:
