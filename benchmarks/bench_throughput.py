@@ -199,8 +199,8 @@ def load_avg() -> str:
 
 def speed_probe() -> float:
     """CPU seconds of a fixed pure-Python loop (10 million additions): the machine's speed at this
-    moment. On these shared 2-core machines it has ranged from 0.35 s to 1.7 s between days, and the
-    capacity figures move with it, so every figure is printed next to it."""
+    moment. On these shared 2-core machines it has ranged from 0.35 s to 1.8 s, between days and within
+    one, and the capacity figures move with it, so every figure is printed next to it."""
     started = time.process_time()
     total = 0
     for i in range(10_000_000):
@@ -417,10 +417,13 @@ def print_table(title: str, rows: list[dict[str, Any]]) -> None:
             print(f"| {r['offered']} | " + " | ".join(cells) + " |")
 
 
+def meets_capacity_rule(r: dict[str, Any]) -> bool:
+    """Completed ≥ 95% of offered, ≤ 1% cancelled, ≤ 1% shed."""
+    return r["completed_s"] >= 0.95 * r["offered"] and r["cancelled_pct"] <= 1.0 and r["shed_pct"] <= 1.0
+
+
 def capacity(rows: list[dict[str, Any]]) -> float:
-    ok = [r["completed_s"] for r in rows if r["completed_s"] >= 0.95 * r["offered"] and r["cancelled_pct"] <= 1.0
-          and r["shed_pct"] <= 1.0]
-    return max(ok, default=0.0)
+    return max((r["completed_s"] for r in rows if meets_capacity_rule(r)), default=0.0)
 
 
 # The issue's targets (README "Targets of issue 13"), checked against each run's own figures.
@@ -434,9 +437,7 @@ OVERLOAD_BAND = (1.8, 2.2)  # a step counts as "2× capacity" within this band o
 
 def capacity_rate(rows: list[dict[str, Any]]) -> int:
     """The highest offered rate whose step meets the capacity rule (0: none did)."""
-    cap = capacity(rows)
-    return max((r["offered"] for r in rows if cap and r["completed_s"] >= 0.95 * r["offered"]
-                and r["cancelled_pct"] <= 1.0 and r["shed_pct"] <= 1.0), default=0)
+    return max((r["offered"] for r in rows if meets_capacity_rule(r)), default=0)
 
 
 def overload_step(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
