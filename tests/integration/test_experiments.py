@@ -121,6 +121,7 @@ async def test_concurrent_exposures_are_logged_once(store: ExperimentStore) -> N
 
 
 def test_cli_create_assign_analyze(dsn: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from livehost.experiments import cli as exp_cli
     from livehost.experiments.cli import app as exp_app
     from livehost.sim.cli import app as sim_app
 
@@ -137,8 +138,12 @@ def test_cli_create_assign_analyze(dsn: str, tmp_path: Path, monkeypatch: pytest
                                   "--gmv-lift", "0.2", "--direct"])
     assert res.exit_code == 0, res.output
     out = tmp_path / "report.html"
+    # wide enough that no table cell wraps (rich's default off a terminal is 80 columns): a wrapped cell
+    # can split "95% CI" over two lines. A fresh clone's run failed this assertion once (2026-12-04) with
+    # its message cut short, so the cause was not seen; the message now carries the whole output
+    monkeypatch.setattr(exp_cli.console, "width", 250)
     res = runner.invoke(exp_app, ["analyze", "--experiment", "ab3", "--out", str(out), "--method", "both"])
     assert res.exit_code == 0, res.output
-    assert "95% CI" in res.output and "sample ratio" in res.output
+    assert "95% CI" in res.output and "sample ratio" in res.output, res.output
     assert out.exists() and "Experiment ab3" in out.read_text()
     assert os.environ["LIVEHOST_POSTGRES_DSN"] == dsn
