@@ -87,6 +87,7 @@ FLOOR_GROUP = "bench-floor"
 # than the reply's path, so under saturation it catches up after the load): the step line says how many
 # arrived and how late.
 TRAJECTORY_WAIT_S = 60.0
+LATE_WAIT_S = 30.0  # after a step closes, how long its unanswered comments are still awaited (late, not lost)
 COLLECT_MIN_BYTES = 64 * 1024  # the outcome collector's fetches wait for this much (or the fetch wait)
 FLOOR_BUDGET_S = 8.0  # a floor record counts when it arrives within a LiveHost request's time budget
 
@@ -217,9 +218,28 @@ class Step:
     ended_ms: int = 0
     sent: int = 0
     outcomes: dict[str, dict[str, Any]] = field(default_factory=dict)  # request id -> reply record
-    merged: int = 0  # comments that reached an outcome inside another comment's request (merge window)
+    merged: int = 0  # comments that reached an outcome inside another comment's request (merge window,
+    # identical comments collapsed into one included)
+    answered: set[str] = field(default_factory=set)  # ids of the comments an outcome names
+    sent_to: dict[str, tuple[str, int]] = field(default_factory=dict)  # comment id -> (room, sent at ms)
+    closed: bool = False  # the step's figures are taken: later outcomes are late (drain_s)
+    late: int = 0  # outcomes that arrived after the step closed
+    last_late_ms: int = 0  # when the last of them was completed
     cpu: dict[str, float] = field(default_factory=dict)
     wall_s: float = 0.0
+
+
+def comment_ids(state: dict[str, Any]) -> list[str]:
+    """Every comment a request answers: its input step's event ids, which keep the comments that the
+    merge window collapsed into an identical one (same text) and those screening dropped; the state's
+    own comment list has neither."""
+    for step in state["steps"]:
+        if step["kind"] == "input":
+            ids = json.loads(step["data_json"]).get("event_ids")
+            if ids:
+                return [str(i) for i in ids]
+            break
+    return [c["event_id"] for c in state.get("comments") or []]
 
 
 class Collector:
@@ -256,8 +276,13 @@ class Collector:
                     step = self.by_prefix.get(prefix)
                     if step is None or state["request_id"] in step.outcomes:
                         continue
+                    answers = comment_ids(state)
+                    step.answered.update(answers)
+                    if step.closed:
+                        step.late += 1
+                        step.last_late_ms = max(step.last_late_ms, int(reply["completed_ms"]))
                     step.outcomes[state["request_id"]] = reply
-                    step.merged += max(0, len(comments) - 1)
+                    step.merged += max(0, len(answers) - 1)
                     if reply["outcome"] != "reply":
                         continue  # the floor copies what a served request costs
                     kinds = [s["kind"] for s in state["steps"]]
@@ -291,9 +316,11 @@ async def offer(producer: AIOKafkaProducer, step: Step, prefix: str, rooms: list
         if delay > 0:
             await asyncio.sleep(delay)
         room = active[n % len(active)]
-        record = {"room_id": room, "event_id": f"{prefix}-{n}", "type": "comment", "ts_ms": now_ms(),
+        event_id, sent_ms = f"{prefix}-{n}", now_ms()
+        record = {"room_id": room, "event_id": event_id, "type": "comment", "ts_ms": sent_ms,
                   "user_id": f"u-{n % 997}", "text": COMMENTS[n % len(COMMENTS)], "link_id": None,
                   "campaign_json": None, "viewer_count": None}
+        step.sent_to[event_id] = (room, sent_ms)
         pending.append(await producer.send(ROOM_EVENTS.name, key=room.encode(),
                                            value=codec.encode(ROOM_EVENTS.schema, record),
                                            headers=[(codec.SCHEMA_HEADER, ROOM_EVENTS.schema.encode())]))
@@ -352,6 +379,30 @@ async def trajectories_recorded(pool: asyncpg.Pool, step: Step, wait_s: float) -
     last = max((float(r["recorded_ms"]) for r in rows), default=float(step.ended_ms))
     return {"recorded": len(rows), "caught_up_s": (last - step.ended_ms) / 1000,
             "lag_p50": pct(lags, .5), "lag_p95": pct(lags, .95), "lag_max": max(lags, default=float("nan"))}
+
+
+async def unanswered(step: Step, at_close: int, wait_s: float) -> dict[str, Any]:
+    """The comments that had no outcome when the step's figures were taken (``drain_s`` after its load):
+    waits up to ``wait_s`` more, then says how many were answered late (and how late, after the load
+    stopped) and how many never were: late is slow, never is lost."""
+    deadline = time.monotonic() + wait_s
+    while len(step.answered) < step.sent and time.monotonic() < deadline:  # noqa: ASYNC110
+        await asyncio.sleep(0.5)
+    never = step.sent - len(step.answered)
+    last_s = (step.last_late_ms - step.ended_ms) / 1000 if step.late else float("nan")
+    lost = [step.sent_to[i] for i in step.sent_to.keys() - step.answered]
+    # where the lost ones were: in a few rooms (a room stuck) or spread; sent when (seconds before the load stopped)
+    return {"at_close": at_close, "late": at_close - never, "never": never, "late_requests": step.late,
+            "last_late_s": last_s, "waited_s": wait_s, "never_rooms": len({room for room, _ in lost}),
+            "never_sent_s_before_end": sorted((step.ended_ms - ts) / 1000 for _, ts in lost)}
+
+
+def unanswered_line(u: dict[str, Any]) -> str:
+    return (f"comments without an outcome when the step closed: {u['at_close']:.0f}; answered later "
+            f"{u['late']:.0f} (the last {u['last_late_s']:.1f} s after the load stopped), "
+            f"never within {u['waited_s']:.0f} s more: {u['never']:.0f}"
+            + (f" (in {u['never_rooms']} rooms, sent {u['never_sent_s_before_end'][0]:.1f}–"
+               f"{u['never_sent_s_before_end'][-1]:.1f} s before the load stopped)" if u["never"] else ""))
 
 
 def trajectory_line(t: dict[str, float], outcomes: int) -> str:
@@ -583,6 +634,8 @@ async def run_steps(settings: Settings, rooms: list[str], rates: list[int], seco
             now = os.times()
             bench_cores = (now.user + now.system - own.user - own.system) / step.wall_s
             row = summarise(step, seconds)
+            step.closed = True
+            unanswered_at_close = step.sent - len(step.answered)
             row["machine"] = {k: (machine_offered[k] - machine_before[k]) / offered_s for k in machine_offered}
             row["txn"] = txn_cycle(txn_before, txn_totals(metrics_urls or []), step.wall_s)
             row["batches"] = batches_since(logs_before, log_dir)
@@ -599,6 +652,9 @@ async def run_steps(settings: Settings, rooms: list[str], rates: list[int], seco
                 print(f"    cancelled because: {reasons.most_common(3)}", flush=True)
             row["trajectories"] = await trajectories_recorded(pool, step, TRAJECTORY_WAIT_S)
             print(f"    {trajectory_line(row['trajectories'], len(step.outcomes))}", flush=True)
+            if unanswered_at_close:
+                row["unanswered"] = await unanswered(step, unanswered_at_close, LATE_WAIT_S)
+                print(f"    {unanswered_line(row['unanswered'])}", flush=True)
             await asyncio.sleep(3)
             if then is not None and i == len(rates) - 1:
                 extra = then(rows)
