@@ -209,6 +209,37 @@ def speed_probe() -> float:
     return time.process_time() - started
 
 
+# One copy of the speed probe's loop per core, all starting at the same moment (argv[1], a Unix time):
+# each prints the CPU seconds and wall seconds its loop took.
+_CORES_PROBE = """
+import sys, time
+def loop():
+    total = 0
+    for i in range(10_000_000):
+        total += i
+time.sleep(max(0.0, float(sys.argv[1]) - time.time()))
+cpu, wall = time.process_time(), time.perf_counter()
+loop()
+print(time.process_time() - cpu, time.perf_counter() - wall)
+"""
+
+
+def cores_probe() -> float:
+    """Cores the machine gives this run now: the speed probe's loop in one process per core at once, and
+    the sum of each one's CPU time over its wall time (as many as it has cores when nothing else runs).
+    The speed probe cannot see another process taking a core, as its CPU time does not count the wait:
+    on 2026-12-04 a stray process took 0.75 of a core for 20 minutes while it read 0.35 s, as on a quiet
+    machine; this probe read 1.3 of 2 cores."""
+    start = time.time() + 0.5  # after every interpreter has started
+    procs = [subprocess.Popen([sys.executable, "-c", _CORES_PROBE, str(start)], stdout=subprocess.PIPE, text=True)
+             for _ in range(os.cpu_count() or 1)]
+    shares = []
+    for proc in procs:
+        cpu, wall = (float(x) for x in proc.communicate()[0].split())
+        shares.append(cpu / max(wall, 1e-9))
+    return sum(shares)
+
+
 # ---------------------------------------------------------------------------------------------- load
 
 @dataclass
@@ -414,12 +445,12 @@ def trajectory_line(t: dict[str, float], outcomes: int) -> str:
 def print_table(title: str, rows: list[dict[str, Any]]) -> None:
     print(f"\n## {title}\n")
     print("| offered/s | completed/s | replies/s | cancelled % | shed % | p50 s | p95 s | p99 s | p95 served s "
-          "| speed probe s |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          "| speed probe s | cores free |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         print(f"| {r['offered']} | {r['completed_s']:.1f} | {r['replies_s']:.1f} | {r['cancelled_pct']:.1f} | "
               f"{r['shed_pct']:.1f} | {r['p50']:.2f} | {r['p95']:.2f} | {r['p99']:.2f} | {r['served_p95']:.2f} "
-              f"| {r.get('probe_s', float('nan')):.2f} |")
+              f"| {r.get('probe_s', float('nan')):.2f} | {r.get('cores_free', float('nan')):.2f} |")
     print("\nPer stage p50/p95 ms (step gaps; the Kafka hop into the stage included):\n")
     print("| offered/s | " + " | ".join(STAGES) + " |")
     print("|---|" + "---|" * len(STAGES))
@@ -546,6 +577,8 @@ def targets(rows: list[dict[str, Any]], floor_s: float) -> list[tuple[str, str, 
 def print_targets(label: str, rows: list[dict[str, Any]], floor_s: float) -> None:
     probes = [r["probe_s"] for r in rows if "probe_s" in r]
     probe = f", speed probe {min(probes):.2f}–{max(probes):.2f} s" if probes else ""
+    free = [r["cores_free"] for r in rows if "cores_free" in r]
+    probe += f", cores free {min(free):.2f}–{max(free):.2f} of {os.cpu_count()}" if free else ""
     print(f"\n## Targets ({label}{probe})\n")
     print("| target | status | this run |")
     print("|---|---|---|")
@@ -613,6 +646,7 @@ async def run_steps(settings: Settings, rooms: list[str], rates: list[int], seco
         for i, rate in enumerate(plan):  # plan may grow by one step at its end (then)
             step = Step(rate)
             probe_s = speed_probe()  # between steps, while the stack idles
+            cores_free = cores_probe()
             prefix = f"s{i}x{uuid.uuid4().hex[:6]}"
             collector.by_prefix[prefix] = step
             if settle_s > 0:  # its outcomes go to no step (their prefix is not registered)
@@ -640,12 +674,13 @@ async def run_steps(settings: Settings, rooms: list[str], rates: list[int], seco
             row["txn"] = txn_cycle(txn_before, txn_totals(metrics_urls or []), step.wall_s)
             row["batches"] = batches_since(logs_before, log_dir)
             row["probe_s"] = probe_s
+            row["cores_free"] = cores_free
             rows.append(row)
             print(f"  {rate}/s: sent {step.sent}, outcomes {len(step.outcomes)} {row['outcomes']} "
                   f"(no outcome of their own within {drain_s:.0f} s of the step's end: "
                   f"{step.sent - len(step.outcomes)}, of which merged into another comment's request: {step.merged}), "
                   f"p95 {row['p95']:.2f}s, load {load_avg()}, benchmark process {bench_cores:.2f} cores, "
-                  f"speed probe before the step {probe_s:.2f} s", flush=True)
+                  f"speed probe before the step {probe_s:.2f} s, cores free {cores_free:.2f}", flush=True)
             reasons = Counter((r.get("reason") or "")[:60] for r in step.outcomes.values()
                               if r["outcome"] == "cancelled")
             if reasons:
@@ -918,7 +953,8 @@ def main() -> None:
     signal.signal(signal.SIGTERM, interrupted)
     args.rates = [int(x) for x in args.rates.split(",")]
     print(f"# bench_throughput: {os.cpu_count()} cores, speed probe (CPU s of a fixed Python loop; lower is "
-          f"faster) {speed_probe():.2f}, load average at start {load_avg()}, "
+          f"faster) {speed_probe():.2f}, cores free (the loop in one process per core at once) "
+          f"{cores_probe():.2f}, load average at start {load_avg()}, "
           f"rates {args.rates}, {args.step_s:.0f} s per rate after {args.settle_s:.0f} s unmeasured at it, "
           f"replicas {args.replicas}, "
           f"turns run in: {args.turns}", flush=True)
@@ -974,7 +1010,7 @@ def main() -> None:
     if not args.skip_tts:
         sys.path.insert(0, str(Path(__file__).resolve().parent))
         tts_table()
-    print(f"\nload average at end {load_avg()}, speed probe {speed_probe():.2f}")
+    print(f"\nload average at end {load_avg()}, speed probe {speed_probe():.2f}, cores free {cores_probe():.2f}")
 
 
 if __name__ == "__main__":

@@ -3,9 +3,12 @@ step rows (the pure functions of benchmarks/bench_throughput.py; no stack)."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from typing import Any
 
-from benchmarks.bench_throughput import capacity, capacity_rate, overload_rate, overload_step, targets
+from benchmarks.bench_throughput import capacity, capacity_rate, cores_probe, overload_rate, overload_step, targets
 
 
 def row(offered: int, completed: float, replies: float, *, shed: float = 0.0, cancelled: float = 0.0,
@@ -47,3 +50,17 @@ def test_what_a_run_did_not_measure_is_said_so() -> None:
     out = targets(rows, float("nan"))
     assert [s for _, s, _ in out] == ["not met", "not measured", "not measured", "not measured", "not measured"]
     assert out[2][2] == "no 50/s step" and out[3][2] == "no step near 2× 25/s"
+
+
+def test_the_cores_probe_sees_other_processes_taking_cores() -> None:
+    """The speed probe counts CPU time, blind to a core taken by another process; the cores probe is
+    not: with one busy process per core beside it, each of its loops gets about half a core."""
+    quiet = cores_probe()
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(os.cpu_count() or 1)]
+    try:
+        busy = cores_probe()
+    finally:
+        for hog in hogs:
+            hog.kill()
+            hog.wait()
+    assert busy < 0.75 * quiet, (quiet, busy)
