@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import multiprocessing
 import os
 import signal
 import statistics
@@ -198,30 +199,22 @@ def load_avg() -> str:
     return Path("/proc/loadavg").read_text().split(" ", 3)[0:3].__str__()
 
 
+def _timed_loop(start_at: float = 0.0) -> tuple[float, float]:
+    """CPU and wall seconds of a fixed pure-Python loop (10 million additions), begun at ``start_at`` (a
+    Unix time; at once when past)."""
+    time.sleep(max(0.0, start_at - time.time()))
+    cpu, wall = time.process_time(), time.perf_counter()
+    total = 0
+    for i in range(10_000_000):
+        total += i
+    return time.process_time() - cpu, time.perf_counter() - wall
+
+
 def speed_probe() -> float:
-    """CPU seconds of a fixed pure-Python loop (10 million additions): the machine's speed at this
-    moment. On these shared 2-core machines it has ranged from 0.35 s to 1.8 s, between days and within
-    one, and the capacity figures move with it, so every figure is printed next to it."""
-    started = time.process_time()
-    total = 0
-    for i in range(10_000_000):
-        total += i
-    return time.process_time() - started
-
-
-# One copy of the speed probe's loop per core, all starting at the same moment (argv[1], a Unix time):
-# each prints the CPU seconds and wall seconds its loop took.
-_CORES_PROBE = """
-import sys, time
-def loop():
-    total = 0
-    for i in range(10_000_000):
-        total += i
-time.sleep(max(0.0, float(sys.argv[1]) - time.time()))
-cpu, wall = time.process_time(), time.perf_counter()
-loop()
-print(time.process_time() - cpu, time.perf_counter() - wall)
-"""
+    """CPU seconds of the fixed loop: the machine's speed at this moment. On these shared 2-core machines
+    it has ranged from 0.35 s to 1.8 s, between days and within one, and the capacity figures move with
+    it, so every figure is printed next to it."""
+    return _timed_loop()[0]
 
 
 def cores_probe() -> float:
@@ -230,14 +223,11 @@ def cores_probe() -> float:
     The speed probe cannot see another process taking a core, as its CPU time does not count the wait:
     on 2026-12-04 a stray process took 0.75 of a core for 20 minutes while it read 0.35 s, as on a quiet
     machine; this probe read 1.3 of 2 cores."""
-    start = time.time() + 0.5  # after every interpreter has started
-    procs = [subprocess.Popen([sys.executable, "-c", _CORES_PROBE, str(start)], stdout=subprocess.PIPE, text=True)
-             for _ in range(os.cpu_count() or 1)]
-    shares = []
-    for proc in procs:
-        cpu, wall = (float(x) for x in proc.communicate()[0].split())
-        shares.append(cpu / max(wall, 1e-9))
-    return sum(shares)
+    n = os.cpu_count() or 1
+    # forked, so the children start at once (nothing to import), and all begin the loop at one moment
+    with multiprocessing.get_context("fork").Pool(n) as pool:
+        timings = pool.map(_timed_loop, [time.time() + 0.2] * n, chunksize=1)
+    return sum(cpu / max(wall, 1e-9) for cpu, wall in timings)
 
 
 # ---------------------------------------------------------------------------------------------- load
