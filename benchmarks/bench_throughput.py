@@ -224,8 +224,11 @@ def cores_probe() -> float:
     on 2026-12-04 a stray process took 0.75 of a core for 20 minutes while it read 0.35 s, as on a quiet
     machine; this probe read 1.3 of 2 cores."""
     n = os.cpu_count() or 1
-    # forked, so the children start at once (nothing to import), and all begin the loop at one moment
-    with multiprocessing.get_context("fork").Pool(n) as pool:
+    # forked, so the children start at once (nothing to import), and all begin the loop at one moment;
+    # the pool ends its workers with SIGTERM, which the benchmark's own handler (inherited) would turn
+    # into a KeyboardInterrupt traceback in the output
+    with multiprocessing.get_context("fork").Pool(
+            n, initializer=signal.signal, initargs=(signal.SIGTERM, signal.SIG_DFL)) as pool:
         timings = pool.map(_timed_loop, [time.time() + 0.2] * n, chunksize=1)
     return sum(cpu / max(wall, 1e-9) for cpu, wall in timings)
 
