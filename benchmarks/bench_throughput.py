@@ -266,6 +266,17 @@ def comment_ids(state: dict[str, Any]) -> list[str]:
     return [c["event_id"] for c in state.get("comments") or []]
 
 
+def credit_answers(by_prefix: dict[str, Step], answers: list[str]) -> None:
+    """Counts each answered comment for the step it was sent in (its id's prefix), whichever request
+    answered it: a step's first comments can merge into a request begun by the last comments of the
+    unmeasured settling before it, which is filed under no step (one such comment a run was reported
+    as never answered, 2026-12-04)."""
+    for cid in answers:
+        owner = by_prefix.get(cid.split("-", 1)[0])
+        if owner is not None:
+            owner.answered.add(cid)
+
+
 class Collector:
     """Reads agent.replies; files each terminal outcome under the step its comment was sent in."""
 
@@ -297,11 +308,11 @@ class Collector:
                     state = reply["state"]
                     comments = state.get("comments") or []
                     prefix = comments[0]["event_id"].split("-", 1)[0] if comments else ""
+                    answers = comment_ids(state)
+                    credit_answers(self.by_prefix, answers)
                     step = self.by_prefix.get(prefix)
                     if step is None or state["request_id"] in step.outcomes:
                         continue
-                    answers = comment_ids(state)
-                    step.answered.update(answers)
                     if step.closed:
                         step.late += 1
                         step.last_late_ms = max(step.last_late_ms, int(reply["completed_ms"]))

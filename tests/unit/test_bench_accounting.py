@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from benchmarks.bench_throughput import comment_ids
+from benchmarks.bench_throughput import Step, comment_ids, credit_answers
 from livehost.config import REPO_ROOT, Settings
 from livehost.harness.loader import load
 from livehost.harness.provider import StaticHarnessProvider
@@ -19,13 +19,14 @@ T0 = 1_000_000
 WINDOW = 800
 
 
-async def merged_request(texts: list[str]) -> dict[str, Any]:
-    """The request the hooks handler makes of ``texts``, sent to one room within one merge window."""
+async def merged_request(texts: list[str], ids: list[str] | None = None) -> dict[str, Any]:
+    """The request the hooks handler makes of ``texts`` (event ids ``ids``, else e-0, e-1, …), sent to one
+    room within one merge window."""
     h = HooksHandler(Settings(merge_window_ms=WINDOW), StaticHarnessProvider(HARNESS),
                      {"room-1": json.dumps({"room_id": "room-1"})})
     for n, text in enumerate(texts):
-        await h.on_room_event({"event_id": f"e-{n}", "room_id": "room-1", "type": "comment", "user_id": f"u-{n}",
-                               "text": text, "ts_ms": T0 + n}, T0 + n)
+        await h.on_room_event({"event_id": ids[n] if ids else f"e-{n}", "room_id": "room-1", "type": "comment",
+                               "user_id": f"u-{n}", "text": text, "ts_ms": T0 + n}, T0 + n)
     done = await h.flush(T0 + WINDOW + len(texts))
     (state,) = [e.record["state"] for e in done.emits if e.topic.name == REQUESTS.name]
     return state
@@ -45,3 +46,13 @@ async def test_distinct_comments_are_each_answered_once() -> None:
 def test_a_state_without_an_input_step_falls_back_to_its_comments() -> None:
     state = {"steps": [], "comments": [{"event_id": "e-7"}, {"event_id": "e-8"}]}
     assert comment_ids(state) == ["e-7", "e-8"]
+
+
+async def test_a_comment_merged_into_a_request_of_the_settling_counts_for_its_own_step() -> None:
+    """The unmeasured settling's last comment and a step's first one, in one merge window: the request is
+    filed under no step (its first comment's prefix is not registered), and the step's comment is still
+    answered."""
+    state = await merged_request(["how much is this?", "what sizes?"], ids=["settle0xaa-room-1-0", "s0xbb-room-1-0"])
+    step, other = Step(100), Step(200)
+    credit_answers({"s0xbb": step, "s1xcc": other}, comment_ids(state))
+    assert step.answered == {"s0xbb-room-1-0"} and not other.answered
