@@ -68,21 +68,6 @@ def test_on_time_outcomes_grow_it_by_one_per_limit_of_them() -> None:
     assert 50.9 < limit.value < 51.1
 
 
-def test_while_all_of_it_is_in_flight_each_on_time_outcome_grows_it_by_one() -> None:
-    """A limit that holds requests back (all of it in flight) grows by one per on-time outcome, as
-    slow start does, until a window has a late outcome: from then on by one per limit of them."""
-    limit = InFlightLimit(maximum=100, objective_ms=1_000)
-    feed(limit, [3_000.0] * 50)
-    assert limit.value == 50
-    for n in range(10):  # each admitted request fills the room the last outcome made
-        limit.outcome(100.0, 10_000, 10_000 + n, in_flight=int(limit.value))
-    assert limit.value == 60
-    limit.outcome(1_500.0, 10_000, 11_000, in_flight=60)  # late, within one window
-    for n in range(10):
-        limit.outcome(100.0, 10_000, 12_000 + n, in_flight=int(limit.value))
-    assert 60.1 < limit.value < 60.2
-
-
 def test_it_grows_only_while_at_least_half_of_it_is_in_flight() -> None:
     """A limit of 20 with 9 requests in flight is not what holds them back: on-time outcomes do not grow
     it. With 15 in flight they grow it, up to twice 15."""
