@@ -10,11 +10,8 @@ measurement forced:
   ``window()`` outcomes, on its ``QUANTILE``.
 - **Decrease in proportion to how late it is.** The old fixed step of 10% per generation needs
   seven generations to halve the limit, and a generation lasts as long as its late requests (5-6 s
-  each at 2x capacity on a slow machine). The step is objective / percentile, at most
-  ``MAX_DECREASE``. It had a smallest step of 10% too, so a percentile just past the objective
-  took the limit down as far as one 11% late: at 100 requests/s on 2026-12-04 windows at 1040 and
-  1011 ms against 1000 ms stepped 80 down to 67 within two seconds, and requests were shed at 53 in
-  flight; in proportion, those steps are 4% and 1%.
+  each at 2x capacity on a slow machine). The step is objective / percentile, between
+  ``MAX_DECREASE`` and ``MIN_DECREASE``.
 - **Grow only while the limit is used** (at least half of it in flight), as TCP validates its
   window (RFC 7661) and Netflix's concurrency-limits AIMD does. Growing on every on-time outcome,
   a limit capped at 96 stood at its cap after a 25/s step that used about 20, and the 50/s step
@@ -37,6 +34,7 @@ log = logging.getLogger(__name__)
 
 QUANTILE = 0.95
 MIN_WINDOW = 20  # outcomes before a generation decides (fewer is noise: one late request in 20 is not)
+MIN_DECREASE = 0.9  # the smallest step down, a factor of the limit
 MAX_DECREASE = 0.5  # the largest step down
 # A generation past the objective steps the limit down only while its median is QUEUEING times the
 # lowest median seen (the base, which may rise by BASE_DRIFT per window, so that it follows a machine
@@ -59,7 +57,6 @@ class InFlightLimit:
         self.decreased_at_ms = 0  # when the current generation began
         self._window: list[float] = []  # latencies of the current generation (bounded: see window())
         self._used = 0  # the most requests in flight seen in the current window
-        self._late_in_window = False  # a late outcome in the current window (growth is then additive)
         self._last_outcome_ms = 0
         self.base_ms: float | None = None  # the lowest window median, drifting up (QUEUEING)
 
@@ -75,16 +72,10 @@ class InFlightLimit:
         """A request released at ``released_ms`` took ``latency_ms`` in the objective's terms; ``in_flight``
         requests were in flight as it finished, itself included."""
         self._last_outcome_ms = now_ms
-        # By 1/limit only. Growing by one per on-time outcome while all of the limit was in use (slow
-        # start, as Netflix's concurrency-limits AIMD grows) regrew it within seconds after start-up,
-        # but held it at its cap under overload: at 2x capacity the requests served answered with a p95
-        # of 2.04-2.10 s, 1.87-1.95 s without it (2026-12-04, README "Every target in one
-        # configuration").
         if latency_ms <= self.objective_ms and 2 * in_flight >= self.value:
             self.value = min(float(self.maximum), self.value + 1 / self.value)
         if released_ms < self.decreased_at_ms:
             return
-        self._late_in_window = self._late_in_window or latency_ms > self.objective_ms
         self._window.append(latency_ms)
         self._used = max(self._used, in_flight)
         if len(self._window) < self.window():
@@ -97,12 +88,12 @@ class InFlightLimit:
         if q > self.objective_ms and queueing:
             self._decrease(q, now_ms, f"a window's {QUANTILE:.0%} of {len(ranked)} outcomes")
         else:
-            self._window, self._used, self._late_in_window = [], 0, False
+            self._window, self._used = [], 0
 
     def wants_ages(self) -> bool:
         """Whether :meth:`in_flight` can decide anything now: only once the generation has a late
         outcome (the caller then builds the list of ages, which costs a pass over its rooms)."""
-        return self._late_in_window
+        return any(x > self.objective_ms for x in self._window)
 
     def in_flight(self, running: list[tuple[int, float]], now_ms: int) -> None:
         """The requests in flight now, as (released at, age in the objective's terms). Those of the
@@ -124,14 +115,9 @@ class InFlightLimit:
             return
         self._used = max(self._used, len(running))
         late = sorted(overdue + late_done, reverse=True)
-        # The percentile of the generation's requests known so far (finished and running), at least a
-        # window's: counting the overdue against a window's allowance alone stepped the limit down at
-        # capacity, where 60-80 requests are in flight and a stall of one batch makes three of them late
-        # (2.7% shed at 100/s in one of three runs, 2026-12-04).
-        known = len(self._window) + sum(1 for released, _ in running if released >= self.decreased_at_ms)
-        allowed = math.floor((1 - QUANTILE) * max(self.window(), known) + 1e-9)
+        allowed = math.floor((1 - QUANTILE) * self.window() + 1e-9)
         if len(late) > allowed:
-            self._decrease(late[allowed], now_ms, f"{len(late)} of {known} requests past it, running or done")
+            self._decrease(late[allowed], now_ms, f"{len(late)} requests past it, running or done")
 
     def _queueing(self, median: float) -> bool:
         return self.base_ms is None or median > QUEUEING * self.base_ms
@@ -140,11 +126,11 @@ class InFlightLimit:
         """The generation's percentile ``q`` is past the objective: step down and start a new one."""
         # From what was in flight when that is less than the limit: a limit above it was not what made
         # them late.
-        step = max(MAX_DECREASE, self.objective_ms / q)
+        step = max(MAX_DECREASE, min(MIN_DECREASE, self.objective_ms / q))
         before = self.value
         self.value = max(float(self.minimum), min(self.value, float(self._used)) * step)
         # a decision per generation, not per request: seldom enough for info
         log.info("in-flight limit %.1f -> %.1f: %.0f ms against the %.0f ms objective (%s)",
                  before, self.value, q, self.objective_ms, why)
         self.decreased_at_ms = now_ms
-        self._window, self._used, self._late_in_window = [], 0, False
+        self._window, self._used = [], 0
