@@ -514,6 +514,13 @@ def main() -> None:
                         help="seconds of the same load before the first phase, not counted (0: none)")
     parser.add_argument("--voice", default="espeak", help="espeak or text")
     args = parser.parse_args()
+
+    def interrupted(*_: object) -> None:
+        # as bench_throughput: SIGTERM unwinds like Ctrl-C, so every finally stops what it started (killed
+        # with SIGTERM, the suite left its broker, PostgreSQL, Triton and services running, 2026-12-04)
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, interrupted)
     root = Path(tempfile.mkdtemp(prefix="livehost-chaos-"))
     print(f"chaos: {args.rooms} rooms, {args.rate:g} comments/s, {args.replicas} replica(s), voice {args.voice}; "
           f"work dir {root}", flush=True)
