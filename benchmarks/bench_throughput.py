@@ -266,13 +266,18 @@ def comment_ids(state: dict[str, Any]) -> list[str]:
     return [c["event_id"] for c in state.get("comments") or []]
 
 
+def step_prefix(event_id: str) -> str:
+    """The step a comment was sent in: ``offer`` names each comment ``<step prefix>-<n>``."""
+    return event_id.split("-", 1)[0]
+
+
 def credit_answers(by_prefix: dict[str, Step], answers: list[str]) -> None:
     """Counts each answered comment for the step it was sent in (its id's prefix), whichever request
     answered it: a step's first comments can merge into a request begun by the last comments of the
     unmeasured settling before it, which is filed under no step (one such comment a run was reported
     as never answered, 2026-12-04)."""
     for cid in answers:
-        owner = by_prefix.get(cid.split("-", 1)[0])
+        owner = by_prefix.get(step_prefix(cid))
         if owner is not None:
             owner.answered.add(cid)
 
@@ -307,7 +312,7 @@ class Collector:
                     reply = codec.decode(REPLIES.schema, rec.value)
                     state = reply["state"]
                     comments = state.get("comments") or []
-                    prefix = comments[0]["event_id"].split("-", 1)[0] if comments else ""
+                    prefix = step_prefix(comments[0]["event_id"]) if comments else ""
                     answers = comment_ids(state)
                     credit_answers(self.by_prefix, answers)
                     step = self.by_prefix.get(prefix)
