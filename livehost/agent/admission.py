@@ -23,6 +23,14 @@ measurement forced:
 A generation is the requests released after the last decrease: those released before it ran under
 the old limit and say nothing about the new one (decreasing for each of them collapsed the limit
 after a slow start-up).
+
+- **The first window decides nothing; it sets the base median.** A cold stack's first requests take
+  about 2 s without any queueing (caches, connections, the first Triton calls). Counting their
+  lateness as queueing, as the rule did while it had no base, brought a limit of 80 down to 4-13 in
+  the first 2 s of every benchmark run, and it regrew only by 1/limit per on-time outcome: the 100/s
+  step that followed met a limit of 41-64 where it needed 60-80, and shed 1-10% (2026-12-04). The
+  cost: a worker that starts under overload takes a queued median as its base, and keeps its cap
+  until a window shows a lower median (the budget and room-queue shedding still apply).
 """
 
 from __future__ import annotations
@@ -120,7 +128,7 @@ class InFlightLimit:
             self._decrease(late[allowed], now_ms, f"{len(late)} requests past it, running or done")
 
     def _queueing(self, median: float) -> bool:
-        return self.base_ms is None or median > QUEUEING * self.base_ms
+        return self.base_ms is not None and median > QUEUEING * self.base_ms
 
     def _decrease(self, q: float, now_ms: int, why: str) -> None:
         """The generation's percentile ``q`` is past the objective: step down and start a new one."""

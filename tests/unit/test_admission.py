@@ -43,6 +43,15 @@ async def burst(h: HooksHandler, at: int, rooms: list[str], tag: str) -> Handled
     return await h.flush(at + WINDOW)
 
 
+async def warm(h: HooksHandler, at: int = T0 - 100_000) -> None:
+    """One window of requests answered 200 ms after admission: the in-flight limit's first window, which
+    sets its base median and decides nothing (a cold start is slow without queueing)."""
+    states = [r["state"] for r in of(await burst(h, at, MANY[:h.limit.window()], "warm"), REQUESTS.name)]
+    for state in states:
+        await h.on_action(no_reply(state), at + WINDOW + 200)
+    assert h.limit.base_ms is not None and h.in_flight_count == 0
+
+
 async def test_overload_is_shed_at_admission_and_admitted_requests_are_not_cancelled_later() -> None:
     h = handler(max_in_flight=4)
     done = await burst(h, T0, ROOMS, "a")  # 12 rooms at once, room for 4 in flight
@@ -108,6 +117,7 @@ async def test_the_in_flight_limit_shrinks_while_requests_are_late_and_grows_bac
     objective: the limit takes its largest step down, to half. Fast requests, enough of them in flight
     to use it, then grow it back, one per limit's worth of them."""
     h = handler(max_in_flight=24, limit_latency_ms=1_000)
+    await warm(h)
     states = [r["state"] for r in of(await burst(h, T0, MANY, "s"), REQUESTS.name)]
     assert len(states) == 24
     for n, state in enumerate(states):
@@ -126,6 +136,7 @@ async def test_a_few_late_requests_near_capacity_do_not_shrink_the_limit() -> No
     the 95th percentile allows: it shrinks."""
     for late, shrinks in ((1, False), (2, True)):
         h = handler(max_in_flight=40, limit_latency_ms=1_000)
+        await warm(h)
         states = [r["state"] for r in of(await burst(h, T0, MANY, f"n{late}"), REQUESTS.name)]
         for n, state in enumerate(states):
             took = 3_000 if n < late else 400
@@ -136,6 +147,7 @@ async def test_a_few_late_requests_near_capacity_do_not_shrink_the_limit() -> No
 async def test_the_in_flight_limit_admits_what_it_allows_and_sheds_the_rest() -> None:
     """After the limit halved from 24 to 12, the thirteenth room merged at once is shed as overloaded."""
     h = handler(max_in_flight=24, limit_latency_ms=1_000)
+    await warm(h)
     for n, state in enumerate([r["state"] for r in of(await burst(h, T0, MANY, "s"), REQUESTS.name)]):
         await h.on_action(no_reply(state), T0 + WINDOW + 2_000 + n)
     assert int(h.limit) == 12 and h.in_flight_count == 0
@@ -184,6 +196,7 @@ async def test_late_requests_of_one_generation_shrink_the_limit_once() -> None:
     was too high: one decrease, not one per window of them, from the 32 in flight. Requests released
     after that decrease and later still shrink it again."""
     h = handler(max_in_flight=40, limit_latency_ms=1_000)
+    await warm(h)
     states = [r["state"] for r in of(await burst(h, T0, MANY, "g1"), REQUESTS.name)]
     end = T0 + WINDOW + 1_250
     for state in states[:20]:  # a whole window of them decides: 1000 / 1250

@@ -14,10 +14,35 @@ def feed(limit: InFlightLimit, latencies: list[float], released_ms: int = 0, now
         limit.outcome(latency, released_ms, now_ms + n, in_flight)
 
 
+def warmed(maximum: int, objective_ms: float = 1_000, base_ms: float = 300, minimum: int = 4) -> InFlightLimit:
+    """A limit whose first window (which decides nothing) has set its base median to ``base_ms``."""
+    limit = InFlightLimit(maximum=maximum, objective_ms=objective_ms, minimum=minimum)
+    feed(limit, [base_ms] * limit.window())
+    assert limit.base_ms == base_ms and limit.value == maximum
+    return limit
+
+
+def test_the_first_window_sets_the_base_and_decides_nothing() -> None:
+    """A cold start: the first requests take 2 s against a 1 s objective with nothing queued. That
+    window, and requests running past the objective before it is full, leave the limit at its cap;
+    warm windows lower the base, and a window queued past it then steps the limit down."""
+    limit = InFlightLimit(maximum=80, objective_ms=1_000)
+    feed(limit, [2_000.0] * 10, in_flight=20)
+    assert limit.wants_ages()
+    limit.in_flight([(0, 2_500.0)] * 20, now_ms=20)
+    assert limit.value == 80
+    feed(limit, [2_000.0] * (limit.window() - 10), now_ms=30, in_flight=20)
+    assert limit.value == 80 and limit.base_ms == 2_000
+    feed(limit, [300.0] * limit.window(), now_ms=1_000, in_flight=50)
+    assert limit.value == 80 and limit.base_ms == 300
+    feed(limit, [1_250.0] * limit.window(), now_ms=2_000)
+    assert limit.value == pytest.approx(80 * 0.8)
+
+
 @pytest.mark.parametrize(("late_ms", "factor"), [(1_050, 0.9), (1_250, 0.8), (2_000, MAX_DECREASE),
                                                  (9_000, MAX_DECREASE)])
 def test_the_step_down_is_the_objective_over_the_percentile_within_bounds(late_ms: float, factor: float) -> None:
-    limit = InFlightLimit(maximum=20, objective_ms=1_000)
+    limit = warmed(20)
     feed(limit, [late_ms] * MIN_WINDOW)
     assert limit.value == pytest.approx(20 * factor)
 
@@ -32,7 +57,7 @@ def test_the_ninety_fifth_percentile_decides() -> None:
 
 
 def test_nothing_is_decided_before_a_window_is_full() -> None:
-    limit = InFlightLimit(maximum=60, objective_ms=1_000)
+    limit = warmed(60)
     assert limit.window() == 30  # half the limit
     feed(limit, [3_000.0] * 29)
     assert limit.value == 60
@@ -41,17 +66,17 @@ def test_nothing_is_decided_before_a_window_is_full() -> None:
 
 
 def test_outcomes_released_before_a_decrease_belong_to_the_old_generation() -> None:
-    limit = InFlightLimit(maximum=40, objective_ms=1_000)
+    limit = warmed(40)
     feed(limit, [1_250.0] * 20, released_ms=0, now_ms=1_000)
     assert limit.value == pytest.approx(32) and limit.decreased_at_ms == 1_019
     feed(limit, [1_250.0] * 40, released_ms=500, now_ms=1_100)  # released at 500: before the decrease
     assert limit.value == pytest.approx(32)
-    feed(limit, [2_000.0] * 20, released_ms=1_050, now_ms=3_000)  # later than the base of 1250 ms
+    feed(limit, [2_000.0] * 20, released_ms=1_050, now_ms=3_000)  # later than 1.5 times the base
     assert limit.value == pytest.approx(32 * 0.5)
 
 
 def test_the_limit_stays_within_its_bounds() -> None:
-    limit = InFlightLimit(maximum=8, objective_ms=1_000, minimum=4)
+    limit = warmed(8, minimum=4)
     for gen in range(10):
         feed(limit, [10_000.0] * MIN_WINDOW, released_ms=gen * 1_000, now_ms=gen * 1_000 + 500)
     assert limit.value == 4
@@ -60,7 +85,7 @@ def test_the_limit_stays_within_its_bounds() -> None:
 
 
 def test_on_time_outcomes_grow_it_by_one_per_limit_of_them() -> None:
-    limit = InFlightLimit(maximum=100, objective_ms=1_000)
+    limit = warmed(100)
     feed(limit, [3_000.0] * 50)  # a window of 50, three times too late: 100 -> 50
     assert limit.value == pytest.approx(100 * MAX_DECREASE)
     feed(limit, [100.0] * 50, released_ms=10_000, now_ms=10_000)
@@ -70,7 +95,7 @@ def test_on_time_outcomes_grow_it_by_one_per_limit_of_them() -> None:
 def test_it_grows_only_while_at_least_half_of_it_is_in_flight() -> None:
     """A limit of 20 with 9 requests in flight is not what holds them back: on-time outcomes do not grow
     it. With 15 in flight they grow it, up to twice 15."""
-    limit = InFlightLimit(maximum=40, objective_ms=1_000)
+    limit = warmed(40)
     feed(limit, [2_000.0] * 20)
     assert limit.value == 20
     feed(limit, [100.0] * 100, released_ms=10_000, now_ms=10_000, in_flight=9)
@@ -83,7 +108,7 @@ def test_it_grows_only_while_at_least_half_of_it_is_in_flight() -> None:
 
 def test_a_decrease_starts_from_what_was_in_flight_when_the_limit_was_not_used() -> None:
     """A limit of 96 with at most 30 requests in flight that are late comes down from 30, not 96."""
-    limit = InFlightLimit(maximum=96, objective_ms=1_000)
+    limit = warmed(96)
     feed(limit, [2_000.0] * 48, in_flight=30)
     assert limit.value == pytest.approx(30 * MAX_DECREASE)
 
@@ -92,7 +117,7 @@ def test_requests_running_past_the_objective_decide_before_they_finish() -> None
     """After one late outcome, one request of the generation already 1.25 s old against a 1 s objective:
     a window of 20 allows one late, so the limit steps down now, by 1000 / the second latest, and a
     new generation starts. Overdue requests of the old generation decide nothing."""
-    limit = InFlightLimit(maximum=40, objective_ms=1_000)
+    limit = warmed(40, base_ms=100)
     feed(limit, [200.0] * 4 + [3_000.0], now_ms=2_900, in_flight=30)
     limit.in_flight([(0, 200.0)] * 29, now_ms=3_000)
     assert limit.value == 40
@@ -107,7 +132,7 @@ def test_requests_running_past_the_objective_decide_before_they_finish() -> None
 def test_ages_alone_decide_nothing() -> None:
     """Requests running long with no late outcome (a tool timing out: ages include tool calls, outcomes
     do not), or while nothing finishes (a dependency restarting), leave the limit alone."""
-    limit = InFlightLimit(maximum=40, objective_ms=1_000)
+    limit = warmed(40, base_ms=100)
     feed(limit, [300.0] * 5, now_ms=1_000)
     assert not limit.wants_ages()  # the hooks processor does not even list the ages
     limit.in_flight([(0, 5_000.0)] * 30, now_ms=1_500)
@@ -124,8 +149,8 @@ def test_late_without_queueing_holds_the_limit() -> None:
     """Windows past the objective whose median is no higher than before: the machine is slower than the
     objective, not queueing, and a lower limit would only shed. A median 1.5 times the base is."""
     limit = InFlightLimit(maximum=40, objective_ms=1_000)
-    feed(limit, [900.0] * 18 + [1_500.0] * 2)  # the first window decides (no base yet), and sets one
-    assert limit.value == pytest.approx(40 * 1_000 / 1_500) and limit.base_ms == 900
+    feed(limit, [900.0] * 18 + [1_500.0] * 2)  # the first window sets the base, late or not
+    assert limit.value == 40 and limit.base_ms == 900
     value = limit.value
     for gen in range(5):
         feed(limit, [950.0] * 18 + [1_500.0] * 2, released_ms=10_000 * (gen + 1), now_ms=10_000 * (gen + 1))
