@@ -99,9 +99,10 @@ class InFlightLimit:
             self._window, self._used = [], 0
 
     def wants_ages(self) -> bool:
-        """Whether :meth:`in_flight` can decide anything now: only once the generation has a late
-        outcome (the caller then builds the list of ages, which costs a pass over its rooms)."""
-        return any(x > self.objective_ms for x in self._window)
+        """Whether :meth:`in_flight` can decide anything now: only once there is a base median and the
+        generation has a late outcome (the caller then builds the list of ages, which costs a pass over
+        its rooms)."""
+        return self.base_ms is not None and any(x > self.objective_ms for x in self._window)
 
     def in_flight(self, running: list[tuple[int, float]], now_ms: int) -> None:
         """The requests in flight now, as (released at, age in the objective's terms). Those of the

@@ -28,7 +28,7 @@ def test_the_first_window_sets_the_base_and_decides_nothing() -> None:
     warm windows lower the base, and a window queued past it then steps the limit down."""
     limit = InFlightLimit(maximum=80, objective_ms=1_000)
     feed(limit, [2_000.0] * 10, in_flight=20)
-    assert limit.wants_ages()
+    assert not limit.wants_ages()  # the hooks processor does not list the ages before there is a base
     limit.in_flight([(0, 2_500.0)] * 20, now_ms=20)
     assert limit.value == 80
     feed(limit, [2_000.0] * (limit.window() - 10), now_ms=30, in_flight=20)
