@@ -48,6 +48,9 @@ class _Worker(faust.Worker):
         await super().on_first_start()
         for step in _BEFORE_JOIN.get(cast(faust.App, self.app)) or []:
             await step()
+        from livehost.service import freeze_startup_heap
+
+        freeze_startup_heap()
 
 
 def _patch_faust_clients(fetch_max_wait_ms: int | None, read_committed: bool, idempotent: bool,

@@ -8,6 +8,7 @@ topics are ensured; then health flips to SERVING and the consumers run until SIG
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import signal
 from collections.abc import Awaitable, Callable
@@ -42,6 +43,16 @@ def use_event_loop(kind: str) -> None:
         asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
     else:
         asyncio.set_event_loop_policy(asyncio.DefaultEventLoopPolicy())
+
+
+def freeze_startup_heap() -> None:
+    """Keep what start-up built (modules, the harness, models, clients) out of the collector's walks.
+
+    It is never garbage, yet every full collection walked it again: 0.13–0.17 s each in the prompt
+    step and the voice at 100 requests/s, 2.5–3.6% of their CPU (gc.callbacks, 2026-12-04). Called
+    once a service is ready, after the objects of its start-up exist (gc.freeze in the CPython docs)."""
+    gc.collect()
+    gc.freeze()
 
 
 class Database:
@@ -115,6 +126,7 @@ async def run(runtime: ServiceRuntime, stop: asyncio.Event | None = None) -> Non
         tasks = [asyncio.create_task(c.run(), name=f"{runtime.name}:{c.group_id}") for c in runtime.consumers]
         await asyncio.gather(*(c.ready.wait() for c in runtime.consumers))
         await runtime.server.set_serving(True)
+        freeze_startup_heap()
         log.info("%s serving", runtime.name)
         kind = type(asyncio.get_running_loop())
         print(f"SERVING {runtime.name} {runtime.server.target} on {kind.__module__}.{kind.__name__}", flush=True)

@@ -49,7 +49,7 @@ _METHODS: dict[str, str] = {
 }
 
 # OR-query of the lexemes of $n (NULL when the text has none, e.g. only stop words).
-_TSQUERY = (
+TSQUERY_SQL = (
     "(SELECT CASE WHEN count(*) = 0 THEN NULL "
     "ELSE string_agg(quote_literal(lexeme), ' | ')::tsquery END "
     "FROM unnest(to_tsvector('english', {p})))"
@@ -58,7 +58,7 @@ _TSQUERY = (
 Action = Callable[[asyncpg.Connection], Awaitable[Any]]
 
 
-def _num(value: Decimal | float | int | None) -> int | float | None:
+def catalog_number(value: Decimal | float | int | None) -> int | float | None:
     """Numbers as the catalog wrote them: 299, not 299.00 (replies must quote catalog numbers)."""
     if value is None:
         return None
@@ -188,7 +188,7 @@ class CommerceStore:
         if row is None:
             raise NotFound(f"no product on link {link_id} in this room")
         return {"link_id": row["link_id"], "sku": row["sku"], "title": row["title"],
-                "price": _num(row["price"]), "currency": row["currency"],
+                "price": catalog_number(row["price"]), "currency": row["currency"],
                 "attributes": _json(row["attributes"])}
 
     async def product_search(self, room_id: str, query: str, *, limit: int = 5, scope: str = LIVE_SCOPE,
@@ -196,7 +196,7 @@ class CommerceStore:
         """Products of the room matching keywords (title, SKU, attribute keys and values)."""
         query = _text(query, "query")
         sql = (
-            f"WITH q AS (SELECT {_TSQUERY.format(p='$3')} AS tsq) "
+            f"WITH q AS (SELECT {TSQUERY_SQL.format(p='$3')} AS tsq) "
             "SELECT p.link_id, p.sku, p.title, p.price, p.currency, "
             "  (upper(p.sku) = upper($3)) AS exact, "
             "  CASE WHEN q.tsq IS NULL THEN 0 ELSE ts_rank(p.search_tsv, q.tsq) END AS score "
@@ -207,7 +207,7 @@ class CommerceStore:
         async with self._conn(conn) as c:
             rows = await c.fetch(sql, scope, room_id, query, _like_escape(query), limit)
         return {"query": query, "results": [
-            {"link_id": r["link_id"], "sku": r["sku"], "title": r["title"], "price": _num(r["price"]),
+            {"link_id": r["link_id"], "sku": r["sku"], "title": r["title"], "price": catalog_number(r["price"]),
              "currency": r["currency"]} for r in rows]}
 
     async def inventory(self, room_id: str, link_id: int, *, scope: str = LIVE_SCOPE,
@@ -245,9 +245,10 @@ class CommerceStore:
         cap = _campaign_cap(campaign)
         return {
             "link_id": link_id,
-            "campaign_max_discount_pct": _num(cap),
+            "campaign_max_discount_pct": catalog_number(cap),
             "coupons": [
-                {"code": r["code"], "discount_pct": _num(r["discount_pct"]), "min_spend": _num(r["min_spend"]),
+                {"code": r["code"], "discount_pct": catalog_number(r["discount_pct"]),
+                 "min_spend": catalog_number(r["min_spend"]),
                  "per_user_limit": r["per_user_limit"], "link_id": r["link_id"],
                  "issuable": cap is None or r["discount_pct"] <= cap}
                 for r in rows
@@ -274,8 +275,8 @@ class CommerceStore:
             cap = _campaign_cap(campaign)
             if cap is not None and coupon["discount_pct"] > cap:
                 raise PermissionDenied(
-                    f"coupon {coupon['code']} gives {_num(coupon['discount_pct'])}% off, above the campaign "
-                    f"maximum of {_num(cap)}%: not allowed to issue it")
+                    f"coupon {coupon['code']} gives {catalog_number(coupon['discount_pct'])}% off, above the campaign "
+                    f"maximum of {catalog_number(cap)}%: not allowed to issue it")
             used = await c.fetchval(
                 "SELECT count(*) FROM coupon_grants WHERE scope = $1 AND room_id = $2 AND user_id = $3 "
                 "AND code = $4", scope, room_id, user_id, coupon["code"])
@@ -289,8 +290,8 @@ class CommerceStore:
                     scope, room_id, user_id, coupon["code"], used + 1, idempotency_key)
             except asyncpg.UniqueViolationError:
                 raise LimitReached(f"viewer already holds coupon {coupon['code']}") from None
-        return {"code": coupon["code"], "user_id": user_id, "discount_pct": _num(coupon["discount_pct"]),
-                "min_spend": _num(coupon["min_spend"]), "granted_at": granted_at.isoformat(),
+        return {"code": coupon["code"], "user_id": user_id, "discount_pct": catalog_number(coupon["discount_pct"]),
+                "min_spend": catalog_number(coupon["min_spend"]), "granted_at": granted_at.isoformat(),
                 "grants_used": used + 1, "per_user_limit": coupon["per_user_limit"]}
 
     async def faq_search(self, room_id: str, query: str, link_id: int | None = None, *, limit: int = 3,
@@ -301,7 +302,7 @@ class CommerceStore:
         if link_id is not None:
             link_id = _link(link_id)
         sql = (
-            f"WITH q AS (SELECT {_TSQUERY.format(p='$3')} AS tsq) "
+            f"WITH q AS (SELECT {TSQUERY_SQL.format(p='$3')} AS tsq) "
             "SELECT f.link_id, f.q, f.a, ts_rank(f.tsv, q.tsq) AS score FROM faq f, q "
             "WHERE f.scope = $1 AND f.room_id = $2 AND q.tsq IS NOT NULL AND f.tsv @@ q.tsq "
             "AND ($4::integer IS NULL OR f.link_id = $4 OR f.link_id IS NULL) "
@@ -393,7 +394,7 @@ class CommerceStore:
             "SELECT p.link_id, p.sku, p.title, p.price, p.currency, p.attributes, coalesce(i.stock, 0) AS stock "
             "FROM products p LEFT JOIN inventory i USING (scope, room_id, link_id) "
             "WHERE p.scope = $1 AND p.room_id = $2 ORDER BY p.link_id", scope, room_id)
-        return [{"link_id": r["link_id"], "sku": r["sku"], "title": r["title"], "price": _num(r["price"]),
+        return [{"link_id": r["link_id"], "sku": r["sku"], "title": r["title"], "price": catalog_number(r["price"]),
                  "currency": r["currency"], "attributes": _json(r["attributes"]), "stock": r["stock"]}
                 for r in rows]
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from livehost.agent import state as st
 from livehost.agent.loop import Next, route_action
@@ -104,6 +104,10 @@ class PromptHandler:
         room = st.room(state)
         scope = st.scope(state)
         link = room.get("current_link")
+        gather = getattr(self._facts, "gather", None)  # all four in one round trip (PostgresFacts)
+        if gather is not None:
+            return cast(Sources, await gather(state["room_id"], link, state["merged_text"], FAQ_LIMIT,
+                                              MEMORY_LIMIT, scope=scope))
         product = await self._facts.product(state["room_id"], int(link), scope=scope) if link else None
         faq = await self._facts.faq(state["room_id"], state["merged_text"], link, FAQ_LIMIT, scope=scope)
         memory = await self._facts.memory(state["room_id"], MEMORY_LIMIT, scope=scope)

@@ -11,15 +11,16 @@ import pytest
 
 from livehost.agent import state as st
 from livehost.agent.loop import action_from_record, after_action
+from livehost.agent.prompt import Sources
 from livehost.commerce.executor import ToolExecutor
 from livehost.harness.provider import StaticHarnessProvider
 from livehost.topics import ACTIONS
 from services.policy.handlers import PolicyHandler
-from services.prompt.handlers import PromptHandler
+from services.prompt.handlers import FAQ_LIMIT, MEMORY_LIMIT, PromptHandler
 from services.tools.handlers import ToolsHandler
 from tests.unit.test_agent_sandbox import Store
 from tests.unit.test_prompt_calls_policy import Result
-from tests.unit.test_prompt_evidence import HARNESS, Facts
+from tests.unit.test_prompt_evidence import HARNESS, LINEUP, PRODUCT, Facts
 
 # A read-only tool of the shipped harness that takes a live link number, found by its schema (the
 # harness is data: no tool is named here).
@@ -163,3 +164,30 @@ async def test_a_request_s_facts_are_read_once_for_all_its_turns() -> None:
     # a second request reads them again (they may have changed since)
     await fused.next_record(request())
     assert facts.calls == 8
+
+
+class GatheringFacts(CountingFacts):
+    """A fact source that reads all four in one call, as PostgresFacts does in one statement."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gathered: list[tuple[Any, ...]] = []
+
+    async def gather(self, room_id: str, link: Any, query: str, faq_limit: int, memory_limit: int, *,
+                     scope: str = "live") -> Sources:
+        self.gathered.append((room_id, link, query, faq_limit, memory_limit, scope))
+        return Sources(PRODUCT, [], [], LINEUP)
+
+
+async def test_a_source_that_gathers_is_asked_once_per_request() -> None:
+    facts, model = GatheringFacts(), Model(SCRIPT)
+    harnesses = StaticHarnessProvider(HARNESS)
+    fused = PromptHandler(harnesses, facts, PolicyHandler({"policy_reference": model}, "policy_reference"),
+                          ToolsHandler(harnesses, ToolExecutor(Store())), now_ms=lambda: NOW_MS)
+    state = request()
+    await fused.next_record(state)
+    assert len(model.prompts) >= 3 and facts.calls == 0  # not the four separate reads
+    assert facts.gathered == [("room-a", 3, state["merged_text"], FAQ_LIMIT, MEMORY_LIMIT, "live")]
+    # what it gathered is what the prompt showed
+    prompt = st.steps((await fused.next_prompt(request()))["state"], "prompt")[-1]["data"]
+    assert prompt["evidence"]["product"] == PRODUCT and prompt["evidence"]["lineup"] == LINEUP
