@@ -690,6 +690,12 @@ async def run_steps(settings: Settings, rooms: list[str], rates: list[int], seco
                   f"{step.sent - len(step.outcomes)}, of which merged into another comment's request: {step.merged}), "
                   f"p95 {row['p95']:.2f}s, load {load_avg()}, benchmark process {bench_cores:.2f} cores, "
                   f"speed probe before the step {probe_s:.2f} s, cores free {cores_free:.2f}", flush=True)
+            total_cpu = sum(step.cpu.values())  # a change's CPU effect, finer than the table's 0.1 ms cells
+            print(f"    stack CPU {total_cpu:.1f} s over the step and its drain: "
+                  f"{1000 * total_cpu / max(1, len(step.outcomes)):.2f} ms per outcome, "
+                  f"{1000 * total_cpu / max(1, row['outcomes']['reply']):.2f} ms per reply; ms per outcome: "
+                  + ", ".join(f"{k} {1000 * v / max(1, len(step.outcomes)):.2f}" for k, v in sorted(step.cpu.items())),
+                  flush=True)
             reasons = Counter((r.get("reason") or "")[:60] for r in step.outcomes.values()
                               if r["outcome"] == "cancelled")
             if reasons:

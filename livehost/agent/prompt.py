@@ -7,6 +7,8 @@ structured-input policies such as the reference policy), within the pipeline's t
 from __future__ import annotations
 
 import json
+import string
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,7 +49,66 @@ def estimate_tokens(text: str) -> int:
     return max(1, (len(text) + 3) // 4) if text else 0
 
 
+HARNESS_VIEWS_KEPT = 16  # harness versions whose views are kept (a few are live at once: rollouts, experiments)
+
+
+@dataclass(frozen=True)
+class HarnessViews:
+    """What every prompt of a harness version shows of it: its skill and tool lists, rules and limits
+    for the context, their JSON, and the sections made of the harness alone. Built once per version
+    instead of at every turn, where they were ~70% of the context's JSON (the tools' schemas above
+    all). The lists are shared by every context of the version: read them, never change them."""
+
+    skills: list[dict[str, Any]]
+    tools: list[dict[str, Any]]
+    rules: dict[str, Any]
+    limits: dict[str, Any]
+    instructions: str
+    fragments: tuple[tuple[Any, str], ...]  # each shared object above and its JSON (json.dumps, default=str)
+    sections: dict[str, str]  # prompt sources made of the harness alone -> their text
+
+
+_VIEWS: OrderedDict[str, HarnessViews] = OrderedDict()
+
+
+def harness_views(harness: Harness) -> HarnessViews:
+    version = harness.version()  # a content address: one version, one set of views
+    views = _VIEWS.get(version)
+    if views is not None:
+        _VIEWS.move_to_end(version)
+        return views
+    skills = [{"id": s.id, "kind": s.kind, "description": s.description, "tools": s.tools} for s in harness.skills]
+    tools = [{"name": t.name, "description": t.description, "parameters": t.parameters} for t in harness.tools]
+    rules, limits = harness.rules.model_dump(mode="json"), harness.limits.model_dump(mode="json")
+    shared: list[Any] = [skills, tools, rules, limits, harness.instructions]
+    partial = {"instructions": harness.instructions, "skills": skills, "tools": tools}
+    views = HarnessViews(skills, tools, rules, limits, harness.instructions,
+                         tuple((v, json.dumps(v, default=str)) for v in shared),
+                         {source: _content(source, partial) for source in HARNESS_SOURCES})
+    _VIEWS[version] = views
+    while len(_VIEWS) > HARNESS_VIEWS_KEPT:
+        _VIEWS.popitem(last=False)
+    return views
+
+
+def context_json(ctx: dict[str, Any]) -> str:
+    """``json.dumps(ctx, default=str)``, the same text, with the harness's shared parts (build_context)
+    taken from their JSON made once per version."""
+    views = _VIEWS.get(ctx.get("harness_version") or "")
+    if views is None:
+        return json.dumps(ctx, default=str)
+
+    def dumped(value: Any) -> str:
+        for shared, text in views.fragments:  # the views' own objects only, not equal copies
+            if value is shared:
+                return text
+        return json.dumps(value, default=str)
+
+    return "{" + ", ".join(f"{json.dumps(k)}: {dumped(v)}" for k, v in ctx.items()) + "}"
+
+
 def build_context(harness: Harness, state: dict[str, Any], sources: Sources) -> dict[str, Any]:
+    views = harness_views(harness)
     room = st.room(state)
     transcript = [
         {"turn": s["turn"], "kind": s["kind"], "name": s["name"], "data": s["data"]}
@@ -59,7 +120,7 @@ def build_context(harness: Harness, state: dict[str, Any], sources: Sources) -> 
         "room_id": state["room_id"],
         "turn": state["turn"],
         "harness_version": state["harness_version"],
-        "instructions": harness.instructions,
+        "instructions": views.instructions,
         "comments": [{"user_id": c["user_id"], "text": c["text"]} for c in state["comments"]],
         "merged_text": state["merged_text"],
         "room": {"room_id": state["room_id"], "current_link": room.get("current_link"),
@@ -68,15 +129,13 @@ def build_context(harness: Harness, state: dict[str, Any], sources: Sources) -> 
                  "lineup": sources.lineup},
         "product": sources.product,
         "faq": sources.faq,
-        "skills": [{"id": s.id, "kind": s.kind, "description": s.description, "tools": s.tools}
-                   for s in harness.skills],
+        "skills": views.skills,
         "loaded_skills": loaded,
-        "tools": [{"name": t.name, "description": t.description, "parameters": t.parameters}
-                  for t in harness.tools],
-        "rules": harness.rules.model_dump(mode="json"),
+        "tools": views.tools,
+        "rules": views.rules,
         "memory": sources.memory,
         "transcript": transcript,
-        "limits": harness.limits.model_dump(mode="json"),
+        "limits": views.limits,
     }
 
 
@@ -143,16 +202,26 @@ def _content(source: str, ctx: dict[str, Any]) -> str:
     raise KeyError(f"unknown prompt source {source!r}")
 
 
+HARNESS_SOURCES = ("base_instructions", "skill_index", "tool_index")  # sources that read the harness alone
+_FIELDS: dict[str, frozenset[str]] = {}  # a template's field names (templates are few: one per section)
+
+
+def _fields(template: str) -> frozenset[str]:
+    names = _FIELDS.get(template)
+    if names is None:
+        names = frozenset(f for _, f, _, _ in string.Formatter().parse(template) if f)
+        if len(_FIELDS) < 4096:  # bounded: templates come from harness versions, a handful each
+            _FIELDS[template] = names
+    return names
+
+
 def _render_section(section: PromptSection, ctx: dict[str, Any], cache: dict[str, str]) -> str:
     def get(source: str) -> str:
         if source not in cache:
             cache[source] = _content(source, ctx)
         return cache[source]
 
-    import string
-
-    names = {f for _, f, _, _ in string.Formatter().parse(section.template) if f}
-    values = {n: get(section.source if n == "content" else n) for n in names}
+    values = {n: get(section.source if n == "content" else n) for n in _fields(section.template)}
     return section.template.format(**values)
 
 
@@ -164,6 +233,10 @@ def _truncate(text: str, tokens: int) -> str:
 
 def render(harness: Harness, ctx: dict[str, Any]) -> RenderedPrompt:
     cache: dict[str, str] = {}
+    views = _VIEWS.get(harness.version())
+    if (views is not None and ctx.get("instructions") is views.instructions and ctx.get("skills") is views.skills
+            and ctx.get("tools") is views.tools):  # the context shows this harness's own lists: made once
+        cache.update(views.sections)
     rendered = {s.id: _render_section(s, ctx, cache) for s in harness.prompt.sections}
     truncated: set[str] = set()
     budget = harness.prompt.token_budget

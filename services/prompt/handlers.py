@@ -15,14 +15,13 @@ more, records the outcome and frees the room, exactly as for an action from the 
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
 from typing import Any, Protocol, cast
 
 from livehost.agent import state as st
 from livehost.agent.loop import Next, route_action
-from livehost.agent.prompt import RenderedPrompt, Sources, build_context, render
+from livehost.agent.prompt import RenderedPrompt, Sources, build_context, context_json, render
 from livehost.harness.provider import HarnessProvider
 from livehost.react import prompt as react_prompt
 from livehost.security.ids import check_state_ids
@@ -131,4 +130,4 @@ class PromptHandler:
             "evidence": {"product": rendered.context.get("product"), "faq": rendered.context.get("faq"),
                          "lineup": (rendered.context.get("room") or {}).get("lineup") or []},
         }, duration_ms=(time.perf_counter() - started) * 1000)
-        return {"state": state, "text": rendered.text, "context_json": json.dumps(rendered.context, default=str)}
+        return {"state": state, "text": rendered.text, "context_json": context_json(rendered.context)}

@@ -9,6 +9,7 @@ from typing import Any
 import grpc
 from aiokafka import ConsumerRecord
 
+from livehost.agent.prompt import context_json
 from livehost.config import Settings, load_settings
 from livehost.gen.livehost.prompt.v1 import prompt_pb2, prompt_pb2_grpc
 from livehost.harness.runtime import provider_for
@@ -36,7 +37,7 @@ class PromptServicer(prompt_pb2_grpc.PromptAssemblyServiceServicer):
         except (ValueError, KeyError, TypeError) as exc:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"cannot render: {exc}")
         return prompt_pb2.RenderResponse(
-            text=rendered.text, context_json=json.dumps(rendered.context, default=str),
+            text=rendered.text, context_json=context_json(rendered.context),
             total_tokens=rendered.total_tokens,
             sections=[prompt_pb2.PromptSection(id=s.id, source=s.source, tokens=s.tokens, truncated=s.truncated)
                       for s in rendered.sections])
