@@ -6,6 +6,7 @@ and the parsed action, and returns a failure reason or None.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Callable
@@ -51,15 +52,26 @@ def evidence_text(state: dict[str, Any]) -> str:
     except ValueError:
         pass
     parts = [room]
-    shown: list[Any] = []  # every turn's prompt usually shows the same evidence: written out once
-    for step in st.steps(state, "tool_result", "prompt"):
-        data = step["data"]
-        if step["kind"] == "tool_result" and data.get("ok"):
-            parts.append(json.dumps(data.get("result"), default=str, ensure_ascii=False))
-        elif step["kind"] == "prompt" and data.get("evidence") not in shown:
-            shown.append(data.get("evidence"))
-            parts.append(json.dumps(data.get("evidence"), default=str, ensure_ascii=False))
+    shown: set[str] = set()  # every turn's prompt usually shows the same evidence: written out once
+    for step in state["steps"]:
+        if step["kind"] == "tool_result":
+            data = json.loads(step.get("data_json") or "{}")
+            if data.get("ok"):
+                parts.append(json.dumps(data.get("result"), default=str, ensure_ascii=False))
+        elif step["kind"] == "prompt":
+            evidence = _prompt_evidence(step.get("data_json") or "{}")
+            if evidence not in shown:
+                shown.add(evidence)
+                parts.append(evidence)
     return "\n".join(parts)
+
+
+@functools.lru_cache(maxsize=256)
+def _prompt_evidence(data_json: str) -> str:
+    """The evidence a prompt step showed, as evidence_text writes it. A prompt step is ~7 KB of JSON (its
+    text) for a few hundred bytes of evidence, and every action's check decoded every turn's prompt
+    again: cached by the step's JSON (a step never changes, and a clone shares its string)."""
+    return json.dumps(json.loads(data_json).get("evidence"), default=str, ensure_ascii=False)
 
 
 def _tool_arguments(hook: Hook, harness: Harness, state: dict[str, Any], action: dict[str, Any]) -> str | None:
