@@ -7,7 +7,7 @@ PYTHON      := $(VENV)/bin/python
 LIVEHOST    := $(VENV)/bin/livehost
 STAMP       := $(VENV)/.installed
 
-.PHONY: run test install kafka-lock up down status chaos lint typecheck protos protos-check unit integration e2e bench bench-voice bench-latency bench-reject bench-throughput bench-kafka-txn fuzz clean
+.PHONY: run test install kafka-lock up down status chaos lint typecheck protos protos-check unit integration e2e bench bench-voice bench-latency bench-reject bench-throughput bench-kafka-txn bench-prompt-facts fuzz clean
 
 ## README command 1: install what is missing, start the stack and every service, play the session, stop.
 run: install
@@ -114,7 +114,7 @@ fuzz: install
 	LIVEHOST_FUZZ_EXAMPLES=250 $(VENV)/bin/pytest -q tests/fuzz -p no:cacheprovider
 
 ## Benchmarks print figures; they are not part of `make test`.
-bench: bench-voice bench-latency bench-reject bench-throughput bench-kafka-txn
+bench: bench-voice bench-latency bench-reject bench-throughput bench-kafka-txn bench-prompt-facts
 
 bench-reject: install
 	$(PYTHON) benchmarks/bench_reject.py
@@ -126,6 +126,10 @@ bench-kafka-txn: install
 
 bench-throughput: install
 	$(PYTHON) benchmarks/bench_throughput.py --transactions both
+
+## A request's catalog facts: the four statements of before against the one of now (CPU and wall per request).
+bench-prompt-facts: install
+	$(PYTHON) benchmarks/bench_prompt_facts.py
 
 bench-voice: install
 	$(PYTHON) benchmarks/bench_voice.py
