@@ -29,7 +29,7 @@ from livehost.commerce.store import DEMO_CATALOG_PATH, LIVE_SCOPE, CommerceStore
 from livehost.db import connect_pool, migrate  # noqa: E402
 from livehost.stack import postgres  # noqa: E402
 from services.prompt.clients import PostgresFacts  # noqa: E402
-from services.prompt.handlers import FAQ_LIMIT, MEMORY_LIMIT  # noqa: E402
+from services.prompt.handlers import FAQ_LIMIT, MEMORY_LIMIT, FourReads  # noqa: E402
 
 TICK = os.sysconf("SC_CLK_TCK")
 
@@ -69,9 +69,7 @@ def requests_of(catalog: dict[str, Any], n: int) -> list[tuple[str, int | None, 
 
 
 async def four_reads(facts: PostgresFacts, room: str, link: int | None, text: str) -> Sources:
-    product = await facts.product(room, link, scope=LIVE_SCOPE) if link else None
-    return Sources(product, await facts.faq(room, text, link, FAQ_LIMIT, scope=LIVE_SCOPE),
-                   await facts.memory(room, MEMORY_LIMIT, scope=LIVE_SCOPE), await facts.lineup(room, scope=LIVE_SCOPE))
+    return await FourReads.gather(facts, room, link, text, FAQ_LIMIT, MEMORY_LIMIT, scope=LIVE_SCOPE)
 
 
 async def one_statement(facts: PostgresFacts, room: str, link: int | None, text: str) -> Sources:

@@ -15,6 +15,7 @@ from livehost.agent.prompt import Sources
 from livehost.commerce.errors import CommerceError
 from livehost.commerce.store import LIVE_SCOPE, TSQUERY_SQL, CommerceStore, catalog_number
 from livehost.understanding.normalize import gloss
+from services.prompt.handlers import FourReads
 
 # A request's four facts in one statement: one round trip and one pool checkout instead of four (the
 # per-statement cost, not the rows, is what they cost: 5.7% of the prompt step's samples at 2x load).
@@ -39,7 +40,7 @@ _GATHER = (
 )
 
 
-class PostgresFacts:
+class PostgresFacts(FourReads):
     def __init__(self, pool: asyncpg.Pool):
         self._pool = pool
         self._store = CommerceStore(pool)
@@ -47,8 +48,8 @@ class PostgresFacts:
     async def gather(self, room_id: str, link: Any, query: str, faq_limit: int, memory_limit: int, *,
                      scope: str = LIVE_SCOPE) -> Sources:
         """The product on ``link`` (if any), the FAQ entries ``query`` finds, the room's memory and its
-        lineup, in one round trip: what :meth:`product`, :meth:`faq`, :meth:`memory` and
-        :meth:`lineup` return, with the same rules for a link or query they would refuse."""
+        lineup, in one round trip: what FourReads.gather gives from :meth:`product`, :meth:`faq`,
+        :meth:`memory` and :meth:`lineup`, with the same rules for a link or query they would refuse."""
         product_link = int(link) if link else None
         valid_link = link is None or (isinstance(link, int) and not isinstance(link, bool) and link >= 1)
         valid_query = isinstance(query, str) and bool(query.strip())

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any, Protocol, cast
+from typing import Any, Protocol
 
 from livehost.agent import state as st
 from livehost.agent.loop import Next, route_action
@@ -33,12 +33,35 @@ MAX_TURNS_IN_PROCESS = 32
 
 
 class FactSource(Protocol):
-    async def product(self, room_id: str, link_id: int, *, scope: str = ...) -> dict[str, Any] | None: ...
+    """Where a request's catalog facts come from (services.prompt.clients.PostgresFacts)."""
+
+    async def gather(self, room_id: str, link: Any, query: str, faq_limit: int, memory_limit: int, *,
+                     scope: str = ...) -> Sources: ...
+
+
+class FourReads:
+    """A fact source made of four reads — the product on a link, FAQ entries, the room's memory and its
+    lineup — whose ``gather`` makes them one after the other. PostgresFacts makes them in one statement
+    instead, and holds its ``gather`` to this one (tests/integration/test_prompt_facts.py)."""
+
+    async def product(self, room_id: str, link_id: int, *, scope: str = st.LIVE_SCOPE) -> dict[str, Any] | None:
+        raise NotImplementedError
 
     async def faq(self, room_id: str, query: str, link_id: int | None, limit: int, *,
-                  scope: str = ...) -> list[dict[str, Any]]: ...
+                  scope: str = st.LIVE_SCOPE) -> list[dict[str, Any]]:
+        raise NotImplementedError
 
-    async def memory(self, room_id: str, limit: int, *, scope: str = ...) -> list[str]: ...
+    async def memory(self, room_id: str, limit: int, *, scope: str = st.LIVE_SCOPE) -> list[str]:
+        raise NotImplementedError
+
+    async def lineup(self, room_id: str, *, scope: str = st.LIVE_SCOPE) -> list[dict[str, Any]]:
+        return []  # a source without one shows no lineup
+
+    async def gather(self, room_id: str, link: Any, query: str, faq_limit: int, memory_limit: int, *,
+                     scope: str = st.LIVE_SCOPE) -> Sources:
+        product = await self.product(room_id, int(link), scope=scope) if link else None
+        return Sources(product, await self.faq(room_id, query, link, faq_limit, scope=scope),
+                       await self.memory(room_id, memory_limit, scope=scope), await self.lineup(room_id, scope=scope))
 
 
 class Decider(Protocol):
@@ -100,19 +123,8 @@ class PromptHandler:
     async def sources(self, state: dict[str, Any]) -> Sources:
         """The catalog facts a prompt shows: they depend on the request (room, scope, product on screen
         when it started, merged text), not on its turn."""
-        room = st.room(state)
-        scope = st.scope(state)
-        link = room.get("current_link")
-        gather = getattr(self._facts, "gather", None)  # all four in one round trip (PostgresFacts)
-        if gather is not None:
-            return cast(Sources, await gather(state["room_id"], link, state["merged_text"], FAQ_LIMIT,
-                                              MEMORY_LIMIT, scope=scope))
-        product = await self._facts.product(state["room_id"], int(link), scope=scope) if link else None
-        faq = await self._facts.faq(state["room_id"], state["merged_text"], link, FAQ_LIMIT, scope=scope)
-        memory = await self._facts.memory(state["room_id"], MEMORY_LIMIT, scope=scope)
-        lineup_of = getattr(self._facts, "lineup", None)  # optional: older fact sources have none
-        lineup = await lineup_of(state["room_id"], scope=scope) if lineup_of is not None else []
-        return Sources(product, faq, memory, lineup)
+        return await self._facts.gather(state["room_id"], st.room(state).get("current_link"), state["merged_text"],
+                                        FAQ_LIMIT, MEMORY_LIMIT, scope=st.scope(state))
 
     async def next_prompt(self, state: dict[str, Any], sources: Sources | None = None) -> dict[str, Any]:
         """The AgentPrompt record for the state's current turn (on ``sources`` when given, else on facts

@@ -19,6 +19,7 @@ from livehost.commerce.store import DEMO_CATALOG_PATH, LIVE_SCOPE, CommerceStore
 from livehost.db import connect_pool, migrate
 from livehost.stack.testing import running_postgres
 from services.prompt.clients import PostgresFacts
+from services.prompt.handlers import FourReads
 
 pytestmark = pytest.mark.integration
 
@@ -51,10 +52,8 @@ async def pool(dsn: str) -> AsyncIterator[asyncpg.Pool]:
 
 async def separately(facts: PostgresFacts, room: str, link: Any, query: str, scope: str, faq_limit: int,
                      memory_limit: int) -> Sources:
-    """What PromptHandler read with four statements (its code before gather)."""
-    product = await facts.product(room, int(link), scope=scope) if link else None
-    return Sources(product, await facts.faq(room, query, link, faq_limit, scope=scope),
-                   await facts.memory(room, memory_limit, scope=scope), await facts.lineup(room, scope=scope))
+    """What the four statements give (FourReads.gather: the prompt step's reads before gather)."""
+    return await FourReads.gather(facts, room, link, query, faq_limit, memory_limit, scope=scope)
 
 
 def questions(room: dict[str, Any]) -> list[str]:

@@ -15,7 +15,7 @@ from livehost.config import REPO_ROOT
 from livehost.harness.loader import load
 from livehost.harness.provider import StaticHarnessProvider
 from livehost.runner.expect import check
-from services.prompt.handlers import PromptHandler
+from services.prompt.handlers import FourReads, PromptHandler
 from services.tools.handlers import ToolsHandler
 
 HARNESS = load(REPO_ROOT / "harness" / "default")
@@ -41,7 +41,7 @@ class Store:
         raise AssertionError("no side effects here")
 
 
-class Facts:
+class Facts(FourReads):
     def __init__(self) -> None:
         self.scopes: list[str] = []
 

@@ -10,14 +10,14 @@ from livehost.config import REPO_ROOT
 from livehost.harness.loader import load
 from livehost.harness.provider import StaticHarnessProvider
 from livehost.hooks.step import check_action
-from services.prompt.handlers import PromptHandler
+from services.prompt.handlers import FourReads, PromptHandler
 
 HARNESS = load(REPO_ROOT / "harness" / "default")
 PRODUCT = {"link_id": 3, "sku": "JKT", "title": "Jacket", "price": 299, "currency": "CNY", "attributes": {}}
 LINEUP = [{"link_id": 3, "title": "Jacket", "available": False}, {"link_id": 7, "title": "Mug", "available": True}]
 
 
-class Facts:
+class Facts(FourReads):
     async def product(self, room_id: str, link_id: int, *, scope: str = "live") -> dict[str, Any] | None:
         return PRODUCT
 
