@@ -270,6 +270,12 @@ class ReplyStream:
     def cancelled(self) -> bool:
         return self._cancelled.is_set()
 
+    @property
+    def needs_thread(self) -> bool:
+        """False for subtitles only: no engine runs, a chunk is made in microseconds, and handing each
+        to a thread cost a text-voice reply ~0.6 ms of CPU against ~0.1 ms to make it in place."""
+        return bool(self._chain)
+
     def cancel(self) -> None:
         """Stop before the next chunk (thread-safe)."""
         self._cancelled.set()
@@ -318,7 +324,7 @@ class ReplyStream:
         res = self.result
         if self.plan.skipped_reason:
             return
-        self.out_dir.mkdir(parents=True, exist_ok=True)
+        made_dir = False  # the folder is made when a chunk has audio to write (a text-only reply writes none)
         cursor = self.start_offset_ms
         n = len(self.plan.chunks)
         for seq, chunk in enumerate(self.plan.chunks):
@@ -329,6 +335,9 @@ class ReplyStream:
             t_start = time.perf_counter()
             audio, engine_name = self._synthesize_chunk(chunk, seq)
             if audio is not None:
+                if not made_dir:
+                    self.out_dir.mkdir(parents=True, exist_ok=True)
+                    made_dir = True
                 path = self.out_dir / f"{_safe_name(self.request_id)}_{seq:03d}.wav"
                 write_wav(path, audio)
                 duration_ms = len(audio.samples) * 1000.0 / audio.sample_rate

@@ -41,6 +41,7 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -120,6 +121,13 @@ class _Lru:
         return key in self._d
 
 
+@lru_cache(maxsize=4096)
+def _room_folder(audio_dir: Path, room_id: str) -> Path:
+    """The room's audio folder, checked once per room (resolving it took a third of planning a reply);
+    a refused id raises, and is not remembered."""
+    return inside(audio_dir, check_id("room_id", room_id))
+
+
 def record_plan_warnings(stream: ReplyStream, request_id: str, room_id: str) -> None:
     """Log and count what planning found in the text (unknown tokens, stripped characters...)."""
     plan = stream.plan
@@ -187,7 +195,7 @@ class VoiceHandler:
                      engine: str | TTSEngine | None = None) -> ReplyStream:
         # The room id names a folder: it must be a well-formed id and the folder must stay inside the
         # audio folder (a room id like ``../../x`` is refused, nothing is written outside).
-        out_dir = inside(self._audio_dir, check_id("room_id", room_id))
+        out_dir = _room_folder(self._audio_dir, room_id)
         check_id("request_id", request_id)
         return stream_reply(text, out_dir=out_dir, request_id=request_id, room_id=room_id,
                             engine=engine or self._engine, cancel=cancel)
@@ -291,18 +299,24 @@ class VoiceHandler:
         loop = asyncio.get_running_loop()
         iterator = iter(stream)
         failures = 0
+        in_place = not stream.needs_thread
         while True:
-            chunk: asyncio.Future[Any] = loop.run_in_executor(self._executor, next, iterator, None)
-            stopped: asyncio.Future[Any] = asyncio.ensure_future(speech.stopped.wait())
-            try:
-                await asyncio.wait([chunk, stopped], return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                stopped.cancel()
-            if speech.reason is not None:
-                # The thread finishes the chunk in progress; its segment is dropped, never published.
-                chunk.add_done_callback(_discard)
-                break
-            segment = chunk.result()
+            if in_place:
+                if speech.reason is not None:
+                    break
+                segment = next(iterator, None)
+            else:
+                chunk: asyncio.Future[Any] = loop.run_in_executor(self._executor, next, iterator, None)
+                stopped: asyncio.Future[Any] = asyncio.ensure_future(speech.stopped.wait())
+                try:
+                    await asyncio.wait([chunk, stopped], return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    stopped.cancel()
+                if speech.reason is not None:
+                    # The thread finishes the chunk in progress; its segment is dropped, never published.
+                    chunk.add_done_callback(_discard)
+                    break
+                segment = chunk.result()
             failures = record_engine_failures(stream, failures, speech.request_id)
             if segment is None:
                 break

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from concurrent.futures import Executor
 from pathlib import Path
 from typing import Any
 
@@ -144,6 +145,66 @@ async def test_text_engine_gives_subtitles_only(tmp_path: Path) -> None:
     assert await say(h, reply("t1", "Hello there. Bye now.")) == 2
     assert all(s["engine"] == "text" and s["audio_ref"] is None and s["end_ms"] > s["start_ms"]
                for s in rec.segments)
+
+
+class NoThreads(Executor):
+    """An executor that refuses work: a reply that needs no engine must not ask for a thread."""
+
+    def __init__(self) -> None:
+        self.asked = 0
+
+    def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Any:
+        self.asked += 1
+        raise AssertionError("a text-only reply was handed to a thread")
+
+
+async def test_a_text_only_reply_is_made_in_place_and_writes_no_folder(tmp_path: Path) -> None:
+    threads = NoThreads()
+    rec = Recorder()
+    h = VoiceHandler("text", tmp_path, rec, executor=threads, clock=Clock())
+    assert await say(h, reply("t2", LONG, room="room-9")) == len(rec.of("t2")) > 2
+    assert [s["seq"] for s in rec.of("t2")] == list(range(len(rec.of("t2"))))
+    assert rec.of("t2")[-1]["final"] and threads.asked == 0
+    assert not (tmp_path / "room-9").exists()  # nothing to write, so no folder either
+    # an engine with audio still synthesizes in a thread, and its folder is made for its files
+    h2 = VoiceHandler("espeak", tmp_path, rec, executor=threads, clock=Clock())
+    with pytest.raises(AssertionError, match="handed to a thread"):
+        await say(h2, reply("a2", "Hello there.", room="room-9"))
+    assert threads.asked == 1
+    h3, rec3 = handler(tmp_path, engine="espeak")
+    assert await say(h3, reply("a3", "Hello there.", room="room-9")) == 1
+    assert (tmp_path / "room-9").is_dir() and rec3.segments[0]["audio_ref"]
+
+
+async def test_a_text_only_reply_cancelled_mid_way_publishes_nothing_after_its_cancel(tmp_path: Path) -> None:
+    rec = Recorder()
+    first_out = asyncio.Event()
+
+    async def publish(seg: dict[str, Any]) -> None:
+        await rec(seg)
+        if seg["seq"] == 0 and not seg["cancel"]:
+            first_out.set()
+            await asyncio.sleep(0)  # the cancel arrives (another task) while the first segment is out
+
+    h = VoiceHandler("text", tmp_path, publish, executor=NoThreads(), clock=Clock())
+
+    async def cancel() -> None:
+        await first_out.wait()
+        assert not await h.admit(reply("t3", None, outcome="cancelled", reason="stale"))
+
+    canceller = asyncio.create_task(cancel())
+    assert await say(h, reply("t3", LONG)) == 1
+    await asyncio.wait_for(canceller, 5)
+    assert [(s["seq"], s["cancel"]) for s in rec.of("t3")] == [(0, False), (1, True)]
+
+
+@pytest.mark.parametrize("room", ["../outside", "a/b", ""])
+async def test_a_room_id_that_names_another_folder_is_refused_every_time(tmp_path: Path, room: str) -> None:
+    h, rec = handler(tmp_path / "audio", engine="text")
+    for _ in range(2):  # a refused id is not remembered as a checked folder
+        with pytest.raises(ValueError):
+            h.segments_for("Hello.", "r1", room)
+    assert rec.segments == []
 
 
 async def test_cancelled_outcome_stops_the_request_being_spoken(tmp_path: Path) -> None:
