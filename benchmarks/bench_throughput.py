@@ -392,7 +392,14 @@ def summarise(step: Step, seconds: float) -> dict[str, Any]:
         for stage, v in per.items():
             stages[stage].append(v / 1000)
     n = max(1, len(outs))
-    return {"offered": step.rate, "sent": step.sent, "done": len(outs), "completed_s": len(outs) / seconds,
+    # What a served request holds: more comments merged into it (they queue behind their room's request
+    # under overload) and more policy turns make it cost more, which CPU per reply alone cannot tell.
+    served_states = [r["state"] for r in outs if r["outcome"] == "reply"]
+    load = {"comments": statistics.fmean(len(comment_ids(s)) for s in served_states) if served_states else 0.0,
+            "turns": statistics.fmean(sum(1 for x in s["steps"] if x["kind"] == "prompt") for s in served_states)
+            if served_states else 0.0}
+    return {"offered": step.rate, "served_load": load,
+            "sent": step.sent, "done": len(outs), "completed_s": len(outs) / seconds,
             "replies_s": by["reply"] / seconds, "cancelled_pct": 100 * (by["cancelled"] - shed) / n,
             "shed_pct": 100 * shed / n, "outcomes": by, "p50": pct(lat, .5), "p95": pct(lat, .95),
             "p99": pct(lat, .99), "served_p95": pct(served, .95),
@@ -696,6 +703,8 @@ async def run_steps(settings: Settings, rooms: list[str], rates: list[int], seco
                   f"{1000 * total_cpu / max(1, row['outcomes']['reply']):.2f} ms per reply; ms per outcome: "
                   + ", ".join(f"{k} {1000 * v / max(1, len(step.outcomes)):.2f}" for k, v in sorted(step.cpu.items())),
                   flush=True)
+            print(f"    a served request: {row['served_load']['comments']:.2f} comments, "
+                  f"{row['served_load']['turns']:.2f} policy turns (means)", flush=True)
             reasons = Counter((r.get("reason") or "")[:60] for r in step.outcomes.values()
                               if r["outcome"] == "cancelled")
             if reasons:

@@ -56,3 +56,22 @@ async def test_a_comment_merged_into_a_request_of_the_settling_counts_for_its_ow
     step, other = Step(100), Step(200)
     credit_answers({"s0xbb": step, "s1xcc": other}, comment_ids(state))
     assert step.answered == {"s0xbb-room-1-0"} and not other.answered
+
+
+async def test_a_step_says_how_many_comments_and_turns_its_served_requests_held() -> None:
+    """Only replies count, each with every comment it answers (collapsed duplicates too) and its prompts."""
+    from benchmarks.bench_throughput import summarise
+    from livehost.agent import state as st
+
+    two = await merged_request(["how much is this?", "How much is this?", "what sizes?"], ["s-0", "s-1", "s-2"])
+    one = await merged_request(["is it in stock?"], ["s-3"])
+    shed = await merged_request(["and shipping?", "any discount?"], ["s-4", "s-5"])
+    for state, prompts in ((two, 3), (one, 1), (shed, 0)):
+        for _ in range(prompts):
+            st.add_step(state, "prompt", None, {"text": "…"})
+    step = Step(rate=10, sent=6)
+    for state, outcome in ((two, "reply"), (one, "reply"), (shed, "cancelled")):
+        step.outcomes[state["request_id"]] = {"state": state, "outcome": outcome, "reason": None,
+                                              "completed_ms": state["created_ms"] + 900}
+    load = summarise(step, 1.0)["served_load"]
+    assert load == {"comments": 2.0, "turns": 2.0}
