@@ -349,7 +349,9 @@ async def announced_registry(dsn: str, kafka_server: str) -> AsyncIterator[Regis
 
 
 def _settings(bootstrap: str) -> Settings:
-    return Settings(kafka_bootstrap=bootstrap, kafka_fetch_max_wait_ms=10)
+    # The followers poll at the idle wait; 5 s here, so a switch within 2 s shows the broker answered
+    # the waiting fetch when the announcement arrived.
+    return Settings(kafka_bootstrap=bootstrap, kafka_fetch_max_wait_ms=10, kafka_idle_fetch_max_wait_ms=5000)
 
 
 async def test_hot_reload_two_replicas(announced_registry: Registry, kafka_server: str) -> None:
