@@ -20,7 +20,7 @@ from services.prompt.handlers import FourReads
 # A request's four facts in one statement: one round trip and one pool checkout instead of four (the
 # per-statement cost, not the rows, is what they cost: 5.7% of the prompt step's samples at 2x load).
 # Each subquery is the query of the method of the same name below, and gives the same rows.
-_GATHER = (
+GATHER_SQL = (
     f"WITH q AS (SELECT CASE WHEN $3::text IS NULL THEN NULL ELSE {TSQUERY_SQL.format(p='$3')} END AS tsq) "
     "SELECT "
     "(SELECT json_build_object('link_id', link_id, 'sku', sku, 'title', title, 'price', price::text, "
@@ -31,9 +31,9 @@ _GATHER = (
     "  f.faq_id) AS n FROM faq f, q WHERE f.scope = $1 AND f.room_id = $2 AND q.tsq IS NOT NULL "
     "  AND f.tsv @@ q.tsq AND ($4::integer IS NULL OR f.link_id = $4 OR f.link_id IS NULL) "
     "  ORDER BY n LIMIT $5) f) AS faq, "
-    "(SELECT coalesce(json_agg(m.text ORDER BY m.n DESC), '[]') FROM ("
-    "  SELECT text, row_number() OVER (ORDER BY ts_ms DESC, request_id DESC) AS n FROM room_memory "
-    "  WHERE $1 = $7 AND room_id = $2 ORDER BY n LIMIT $6) m) AS memory, "
+    "(SELECT coalesce(json_agg(m.text ORDER BY m.ts_ms, m.request_id), '[]') FROM ("
+    "  SELECT text, ts_ms, request_id FROM room_memory WHERE $1 = $7 AND room_id = $2 "
+    "  ORDER BY ts_ms DESC, request_id DESC LIMIT $6) m) AS memory, "
     "(SELECT coalesce(json_agg(json_build_object('link_id', p.link_id, 'title', p.title, "
     "  'available', coalesce(i.stock, 0) > 0) ORDER BY p.link_id), '[]') FROM products p "
     "  LEFT JOIN inventory i USING (scope, room_id, link_id) WHERE p.scope = $1 AND p.room_id = $2) AS lineup"
@@ -56,7 +56,7 @@ class PostgresFacts(FourReads):
         # faq() answers nothing for a link or a query faq_search refuses; product() nothing for link < 1
         search = gloss(query.strip()) if valid_query and valid_link else None
         row = await self._pool.fetchrow(
-            _GATHER, scope, room_id, search, product_link if (product_link or 0) >= 1 else None,
+            GATHER_SQL, scope, room_id, search, product_link if (product_link or 0) >= 1 else None,
             faq_limit, memory_limit, LIVE_SCOPE)
         assert row is not None  # a SELECT of subqueries always has its one row
         product = json.loads(row["product"]) if row["product"] is not None else None

@@ -18,7 +18,7 @@ from livehost.agent.prompt import Sources
 from livehost.commerce.store import DEMO_CATALOG_PATH, LIVE_SCOPE, CommerceStore
 from livehost.db import connect_pool, migrate
 from livehost.stack.testing import running_postgres
-from services.prompt.clients import PostgresFacts
+from services.prompt.clients import GATHER_SQL, PostgresFacts
 from services.prompt.handlers import FourReads
 
 pytestmark = pytest.mark.integration
@@ -105,3 +105,32 @@ async def test_gather_follows_a_stock_change(pool: asyncpg.Pool) -> None:
     lineup = (await facts.gather(room["room_id"], link, "x", 3, 5, scope=SANDBOX)).lineup
     assert next(p for p in lineup if p["link_id"] == link)["available"] is False
     assert lineup == await facts.lineup(room["room_id"], scope=SANDBOX)
+
+
+def _rows_read(plan: Any, table: str) -> int:
+    """Rows the plan's scans of ``table`` returned (EXPLAIN ANALYZE, JSON), summed over loops."""
+    node = plan if isinstance(plan, dict) else plan[0]["Plan"]
+    own = int(node["Actual Rows"] * node["Actual Loops"]) if node.get("Relation Name") == table else 0
+    return own + sum(_rows_read(child, table) for child in node.get("Plans", []))
+
+
+async def test_memory_reads_only_what_the_prompt_shows_whatever_the_room_kept(pool: asyncpg.Pool) -> None:
+    """A room keeps its memory for weeks (retention_room_memory_days); each request reads its latest few.
+    Migration 100 put the request-id tie-break in the index, so that read stops after ``limit`` rows
+    instead of sorting every row the room kept (and both ways still give the same answer)."""
+    room = CATALOG["rooms"][1]["room_id"]
+    await pool.executemany("INSERT INTO room_memory (request_id, room_id, text, ts_ms) VALUES ($1, $2, $3, $4)",
+                           [(f"long-{i:05d}", room, f"long {i}", 5000 + i // 3) for i in range(3000)])
+    await pool.execute("ANALYZE room_memory")
+    facts = PostgresFacts(pool)
+    got = await facts.gather(room, None, "hello", 3, 5, scope=LIVE_SCOPE)
+    assert got.memory == [f"long {i}" for i in range(2995, 3000)]
+    assert got.memory == await facts.memory(room, 5)
+    async with pool.acquire() as conn:
+        for sql, args in (
+            ("SELECT text FROM room_memory WHERE room_id = $1 ORDER BY ts_ms DESC, request_id DESC LIMIT $2",
+             (room, 5)),
+            (GATHER_SQL, (LIVE_SCOPE, room, None, None, 3, 5, LIVE_SCOPE)),
+        ):
+            plan = json.loads(await conn.fetchval(f"EXPLAIN (ANALYZE, FORMAT JSON) {sql}", *args))
+            assert _rows_read(plan, "room_memory") <= 5, json.dumps(plan)[:2000]
