@@ -391,6 +391,9 @@ class PolicyClient:
         self._backoff = (backoff_initial_s, backoff_max_s)
         self._transport: Transport | None = transport
         self._input_format: str | None = None
+        # Concurrent first calls wait for one lookup: each reading the config itself would send
+        # a burst of metadata requests and reach the row batcher spread out in time.
+        self._format_lock = asyncio.Lock()
         self._clock = clock
 
     @property
@@ -403,11 +406,13 @@ class PolicyClient:
         """``prompt``, ``context_json`` or ``retrieved_prompt``, from the model config's ``input_format``
         parameter (read once)."""
         if self._input_format is None:
-            params = await self.transport.model_parameters(self.model, self.timeout_s)
-            fmt = params.get("input_format", "") or "prompt"
-            if fmt not in INPUT_FORMATS:
-                raise PolicyError(f"model {self.model}: unknown input_format {fmt!r}")
-            self._input_format = fmt
+            async with self._format_lock:
+                if self._input_format is None:
+                    params = await self.transport.model_parameters(self.model, self.timeout_s)
+                    fmt = params.get("input_format", "") or "prompt"
+                    if fmt not in INPUT_FORMATS:
+                        raise PolicyError(f"model {self.model}: unknown input_format {fmt!r}")
+                    self._input_format = fmt
         return self._input_format
 
     async def generate(

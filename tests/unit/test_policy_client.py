@@ -33,8 +33,10 @@ class InvalidArgument(Exception):
 
 class FakeTransport:
     def __init__(self, input_format: str = "prompt", failures: list[BaseException | None] | None = None,
-                 delay_s: float = 0.0):
+                 delay_s: float = 0.0, config_delay_s: float = 0.0):
         self.input_format = input_format
+        self.config_delay_s = config_delay_s
+        self.config_failures: list[BaseException] = []
         self.failures = list(failures or [])
         self.delay_s = delay_s
         self.config_reads = 0
@@ -43,6 +45,10 @@ class FakeTransport:
 
     async def model_parameters(self, model: str, timeout_s: float) -> dict[str, str]:
         self.config_reads += 1
+        if self.config_delay_s:
+            await asyncio.sleep(self.config_delay_s)
+        if self.config_failures:
+            raise self.config_failures.pop(0)
         return {"input_format": self.input_format}
 
     async def stream_generate(self, model: str, text_input: str, sampling_json: str, timeout_s: float):
@@ -73,6 +79,25 @@ async def test_prompt_model_gets_prompt_and_config_is_read_once():
     assert t.config_reads == 1
     assert t.sent[0] == ("m", "PROMPT", {"temperature": 0.2})
     assert r.attempts == 1 and r.chunks == 3 and r.finish_reason == "stop" and r.input_format == "prompt"
+
+
+async def test_concurrent_first_calls_share_one_config_read():
+    t = FakeTransport("context_json", config_delay_s=0.02)
+    c = client(t)
+    results = await asyncio.gather(*(c.generate("PROMPT", {"i": i}, None) for i in range(20)))
+    assert t.config_reads == 1
+    assert all(r.input_format == "context_json" for r in results)
+    assert sorted(json.loads(sent[1])["i"] for sent in t.sent) == list(range(20))
+
+
+async def test_a_failed_config_read_is_not_remembered():
+    t = FakeTransport("context_json", config_delay_s=0.01)
+    t.config_failures.append(InvalidArgument("bad config read"))
+    c = client(t, retries=0)
+    first = await asyncio.gather(*(c.generate("P", {}, None) for _ in range(3)), return_exceptions=True)
+    assert isinstance(first[0], PolicyError)  # the call whose read failed fails
+    assert all(not isinstance(r, BaseException) for r in first[1:])  # the waiters read again, once
+    assert t.config_reads == 2
 
 
 async def test_context_json_model_gets_context():
