@@ -31,6 +31,7 @@ import asyncio
 import json
 import multiprocessing
 import os
+import re
 import signal
 import statistics
 import subprocess
@@ -373,6 +374,43 @@ async def offer(producer: AIOKafkaProducer, step: Step, prefix: str, rooms: list
     step.ended_ms = now_ms()
 
 
+def reason_kind(reason: str | None) -> str:
+    """A cancellation's reason without its figures, so that reasons of one kind count together."""
+    return re.sub(r"\d+(\.\d+)?", "N", reason or "no reason given")[:72]
+
+
+def late_work(outs: list[dict[str, Any]]) -> str | None:
+    """Where the requests cancelled after admission (not shed) lost their time: for each, the longest gap
+    between its steps (or after its last one, to the outcome), named by the step that ended it, and when
+    those gaps began. A stall of one process shows as one step kind and one short span of clock time."""
+    lost = [r for r in outs if r["outcome"] == "cancelled" and not (r.get("reason") or "").startswith("shed")]
+    if not lost:
+        return None
+    where: Counter[str] = Counter()
+    gaps: list[float] = []
+    began: list[int] = []
+    for r in lost:
+        prev, prev_kind = int(r["state"]["created_ms"]), "the first comment"
+        longest = (-1, "", prev)
+        for s in r["state"]["steps"]:
+            gap = int(s["ts_ms"]) - prev
+            if gap > longest[0]:
+                longest = (gap, f"before {s['kind']}", prev)
+            prev, prev_kind = int(s["ts_ms"]), s["kind"]
+        if int(r["completed_ms"]) - prev > longest[0]:
+            longest = (int(r["completed_ms"]) - prev, f"after {prev_kind}, to the outcome", prev)
+        where[longest[1]] += 1
+        gaps.append(longest[0] / 1000)
+        began.append(longest[2])
+
+    def clock(ms: int) -> str:
+        return time.strftime("%H:%M:%S", time.gmtime(ms / 1000)) + f".{ms % 1000 // 100}"
+
+    return (f"{len(lost)} cancelled after admission; each one's longest wait (median {statistics.median(gaps):.1f} s, "
+            f"max {max(gaps):.1f} s): " + ", ".join(f"{k} {n}" for k, n in where.most_common(4))
+            + f"; those waits began {clock(min(began))}–{clock(max(began))} UTC")
+
+
 def summarise(step: Step, seconds: float) -> dict[str, Any]:
     outs = list(step.outcomes.values())
     lat = [(r["completed_ms"] - r["state"]["created_ms"]) / 1000 for r in outs]
@@ -705,10 +743,12 @@ async def run_steps(settings: Settings, rooms: list[str], rates: list[int], seco
                   flush=True)
             print(f"    a served request: {row['served_load']['comments']:.2f} comments, "
                   f"{row['served_load']['turns']:.2f} policy turns (means)", flush=True)
-            reasons = Counter((r.get("reason") or "")[:60] for r in step.outcomes.values()
+            reasons = Counter(reason_kind(r.get("reason")) for r in step.outcomes.values()
                               if r["outcome"] == "cancelled")
             if reasons:
-                print(f"    cancelled because: {reasons.most_common(3)}", flush=True)
+                print(f"    cancelled because (figures as N): {reasons.most_common(4)}", flush=True)
+            if (late := late_work(list(step.outcomes.values()))) is not None:
+                print(f"    {late}", flush=True)
             row["trajectories"] = await trajectories_recorded(pool, step, TRAJECTORY_WAIT_S)
             print(f"    {trajectory_line(row['trajectories'], len(step.outcomes))}", flush=True)
             if unanswered_at_close:

@@ -75,3 +75,39 @@ async def test_a_step_says_how_many_comments_and_turns_its_served_requests_held(
                                               "completed_ms": state["created_ms"] + 900}
     load = summarise(step, 1.0)["served_load"]
     assert load == {"comments": 2.0, "turns": 2.0}
+
+
+def test_reasons_of_one_kind_count_together() -> None:
+    from benchmarks.bench_throughput import reason_kind
+
+    a = reason_kind("shed: system overloaded (70 requests in flight)")
+    assert a == reason_kind("shed: system overloaded (73 requests in flight)")
+    assert a != reason_kind("shed: room queue (2 ahead at 2653 ms each) cannot finish within the remaining 1 ms")
+    assert reason_kind(None) == "no reason given"
+
+
+async def test_a_stall_is_named_by_the_step_that_ended_it_and_when_it_began() -> None:
+    """Requests cancelled after admission are placed by their longest wait; shed ones and replies are not."""
+    from benchmarks.bench_throughput import late_work
+    from livehost.agent import state as st
+
+    outs = []
+    for n, stall_ms in enumerate((9_000, 9_600, 0)):
+        state = await merged_request([f"question {n}?"], [f"s-{n}"])
+        created = int(state["created_ms"])
+        for merged in state["steps"]:  # the input step, stamped by the clock: on the request's time line
+            merged["ts_ms"] = created + 800
+        st.add_step(state, "prompt", None, {"text": "…"})
+        state["steps"][-1]["ts_ms"] = created + 900
+        st.add_step(state, "action", None, {})
+        state["steps"][-1]["ts_ms"] = created + 900 + stall_ms
+        outs.append({"state": state, "outcome": "cancelled" if stall_ms else "reply",
+                     "reason": "stale: request exceeded its time budget" if stall_ms else None,
+                     "completed_ms": created + 1_000 + stall_ms})
+    shed = await merged_request(["and shipping?"], ["s-9"])
+    outs.append({"state": shed, "outcome": "cancelled", "reason": "shed: system overloaded (80 requests in flight)",
+                 "completed_ms": int(shed["created_ms"]) + 20_000})
+    line = late_work(outs)
+    assert line is not None and line.startswith("2 cancelled after admission")
+    assert "median 9.3 s" in line and "max 9.6 s" in line and "before action 2" in line
+    assert late_work(outs[2:]) is None  # a reply and a shed request: nothing lost after admission
