@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable
@@ -30,6 +31,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from livehost.retry import backoff_delays
+
+log = logging.getLogger(__name__)
 
 INPUT_FORMATS = ("prompt", "context_json", "retrieved_prompt")
 RETRYABLE_MARKERS = ("UNAVAILABLE", "DEADLINE_EXCEEDED", "DEADLINE", "RESOURCE_EXHAUSTED", "CONNECTION",
@@ -364,6 +367,10 @@ class TritonTransport:
         await self._client.close()
 
 
+def _kind(exc: BaseException) -> str:
+    return "timeout" if isinstance(exc, asyncio.TimeoutError | TimeoutError) else type(exc).__name__
+
+
 def _decode(value: Any) -> str:
     return value.decode("utf-8", errors="replace") if isinstance(value, bytes) else str(value)
 
@@ -448,7 +455,13 @@ class PolicyClient:
             except Exception as exc:  # noqa: BLE001 - classified below
                 last = exc
                 if is_retryable(exc) and attempts <= self.retries:
-                    await asyncio.sleep(next(delays))
+                    delay = next(delays)
+                    # A retried call answers late but succeeds: without this line a slow or hung model
+                    # shows only as latency (at most one line per attempt; the breaker bounds a run).
+                    log.warning("policy %s at %s: attempt %d failed after %.1f s (%s: %.160s); retrying in "
+                                "%.2f s", self.model, self.url, attempts, time.perf_counter() - t0, _kind(exc),
+                                exc, delay)
+                    await asyncio.sleep(delay)
                     continue
                 break
             self.breaker.record_success()
@@ -459,9 +472,8 @@ class PolicyClient:
             )
         self.breaker.record_failure()
         assert last is not None
-        kind = "timeout" if isinstance(last, asyncio.TimeoutError | TimeoutError) else type(last).__name__
         raise PolicyError(
-            f"policy {self.model} at {self.url} failed after {attempts} attempt(s): {kind}: {last}",
+            f"policy {self.model} at {self.url} failed after {attempts} attempt(s): {_kind(last)}: {last}",
             retryable=is_retryable(last),
         ) from last
 

@@ -112,10 +112,15 @@ async def test_unknown_input_format_is_an_error():
         await client(FakeTransport("pictures"), retries=0).generate("p", "{}", {})
 
 
-async def test_retries_on_unavailable_then_succeeds():
+async def test_retries_on_unavailable_then_succeeds(caplog: pytest.LogCaptureFixture):
     t = FakeTransport(failures=[Unavailable("down"), Unavailable("down")])
-    r = await client(t, retries=2).generate("p", "{}", {})
+    with caplog.at_level("WARNING", logger="livehost.policy.client"):
+        r = await client(t, retries=2).generate("p", "{}", {})
     assert r.attempts == 3
+    # each retried attempt is logged, so a slow model does not show as latency alone
+    retried = [m for m in caplog.messages if "retrying" in m]
+    assert [m.split(": attempt ")[1][:1] for m in retried] == ["1", "2"]
+    assert all("Unavailable: down" in m for m in retried)
 
 
 async def test_non_retryable_error_fails_at_once():
