@@ -32,6 +32,7 @@ import json
 import multiprocessing
 import os
 import re
+import shutil
 import signal
 import statistics
 import subprocess
@@ -1001,6 +1002,8 @@ def main() -> None:
     ap.add_argument("--floor-rates", default="25,50,100")
     ap.add_argument("--skip-floor", action="store_true")
     ap.add_argument("--skip-tts", action="store_true")
+    ap.add_argument("--keep-logs", type=Path, default=None, metavar="DIR",
+                    help="copy every service's log there (logs-<arm>…/<service>.log) when the arm ends")
     ap.add_argument("--no-overload-step", dest="overload_step", action="store_false",
                     help="do not add a step at 2× the capacity found when no listed rate is near it")
     ap.add_argument("--floor-stage", type=int, default=-1, help=argparse.SUPPRESS)
@@ -1040,6 +1043,10 @@ def main() -> None:
                 print(f"\n# LiveHost, transactions {'on' if txn else 'off'}", flush=True)
                 results[label] = run_livehost(root, base_env, bootstrap, broker.pid, args, label, txn,
                                               Path(broker.workdir) / "data")
+                if args.keep_logs is not None:  # the run's folder goes when it ends: what a stall left
+                    for logs in sorted(root.glob(f"logs-{label}*")):
+                        shutil.copytree(logs, args.keep_logs / logs.name, dirs_exist_ok=True)
+                    print(f"# service logs of this arm kept in {args.keep_logs}", flush=True)
                 print_table(f"LiveHost, transactions {'on' if txn else 'off'}, replicas {args.replicas}",
                             results[label])
             floors: dict[str, float] = {}
