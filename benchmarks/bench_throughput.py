@@ -31,7 +31,6 @@ import asyncio
 import json
 import multiprocessing
 import os
-import re
 import shutil
 import signal
 import statistics
@@ -54,6 +53,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer  # noqa: E402
 from aiokafka.codec import lz4_encode as lz4_compress  # noqa: E402
 from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
 
+from benchmarks.reasons import reason_kind  # noqa: E402
 from livehost import codec, topics  # noqa: E402
 from livehost.agent.state import new_state  # noqa: E402
 from livehost.commerce.store import DEMO_CATALOG_PATH, CommerceStore  # noqa: E402
@@ -373,11 +373,6 @@ async def offer(producer: AIOKafkaProducer, step: Step, prefix: str, rooms: list
     await asyncio.gather(*pending)
     step.sent = n
     step.ended_ms = now_ms()
-
-
-def reason_kind(reason: str | None) -> str:
-    """A cancellation's reason without its figures, so that reasons of one kind count together."""
-    return re.sub(r"\d+(\.\d+)?", "N", reason or "no reason given")[:72]
 
 
 def late_work(outs: list[dict[str, Any]]) -> str | None:

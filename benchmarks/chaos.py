@@ -37,7 +37,6 @@ import asyncio
 import contextlib
 import json
 import os
-import re
 import signal
 import tempfile
 import threading
@@ -51,6 +50,7 @@ from typing import Any
 import asyncpg
 from aiokafka import AIOKafkaConsumer
 
+from benchmarks.reasons import reason_kind
 from livehost import codec
 from livehost.commerce.drills import start_drill, stop_drills
 from livehost.commerce.faults import CAPABILITIES
@@ -236,7 +236,7 @@ def cancel_reasons(seen: Seen, requests: set[str]) -> dict[str, int]:
     reasons: Counter[str] = Counter()
     for r in requests:
         if seen.replies[r]["outcome"] == "cancelled":
-            reasons[re.sub(r"\d+", "N", (seen.replies[r].get("reason") or "?"))[:90]] += 1
+            reasons[reason_kind(seen.replies[r].get("reason"))] += 1
     return dict(reasons.most_common())
 
 

@@ -78,7 +78,7 @@ async def test_a_step_says_how_many_comments_and_turns_its_served_requests_held(
 
 
 def test_reasons_of_one_kind_count_together() -> None:
-    from benchmarks.bench_throughput import reason_kind
+    from benchmarks.reasons import reason_kind
 
     a = reason_kind("shed: system overloaded (70 requests in flight)")
     assert a == reason_kind("shed: system overloaded (73 requests in flight)")
