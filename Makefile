@@ -7,7 +7,7 @@ PYTHON      := $(VENV)/bin/python
 LIVEHOST    := $(VENV)/bin/livehost
 STAMP       := $(VENV)/.installed
 
-.PHONY: run test install kafka-lock up down status chaos lint typecheck protos protos-check unit integration e2e bench bench-voice bench-latency bench-reject bench-throughput bench-kafka-txn bench-prompt-facts fuzz clean
+.PHONY: run test install kafka-lock up down status chaos leakage release-eval lint typecheck protos protos-check unit integration e2e bench bench-voice bench-latency bench-reject bench-throughput bench-kafka-txn bench-prompt-facts fuzz clean
 
 ## README command 1: install what is missing, start the stack and every service, play the session, stop.
 run: install
@@ -55,6 +55,17 @@ down:
 
 status:
 	$(LIVEHOST) stack status
+
+## The leakage check alone (it also runs in `make test`): labelled data, harness word lists and rules
+## against the simulator's, the test split's and both holdouts' text. `livehost eval leakage --calibrate`
+## prints the paraphrase threshold chosen on the dev calibration pairs.
+leakage: install
+	$(LIVEHOST) eval leakage
+
+## The release evaluation: the only command that scores the sealed holdout (figures only), beside the test
+## split, after the leakage check; its output is written under benchmarks/results/.
+release-eval: install
+	$(PYTHON) -m livehost.eval.release
 
 ## The fault suite (not part of `make test`, which runs its short version): one table row per fault.
 ## CHAOS_ARGS passes options, e.g. CHAOS_ARGS="--replicas 2" or CHAOS_ARGS="--faults kill:hooks,broker".

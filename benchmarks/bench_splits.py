@@ -1,7 +1,8 @@
-"""Dev, dev-wild, test and held-out splits side by side with the reference policy (in process):
+"""The dev splits and the test split side by side with the reference policy (in process):
 accuracy per category, refusals of injection/abuse/compliance, false refusals of benign comments, and
 pass retention of the test split across opaque, reworded harnesses (``--variants N``). ``--failures``
-lists the failures of the two dev splits (the test and held-out splits are measured, never read).
+lists the failures of the dev splits (the test split is measured, never read). The sealed holdout is not
+scored here: only ``make release-eval`` scores it.
 ``LIVEHOST_EMBEDDINGS=off`` runs the lexical-only baseline."""
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 import sys
 
 from livehost.config import REPO_ROOT
-from livehost.eval.cases import DEVSET_PATH, HAND_WRITTEN_DEV, HOLDOUT_PATH, load_cases
+from livehost.eval.cases import DEVSET_PATH, HAND_WRITTEN_DEV, load_cases
 from livehost.harness.loader import load
 from livehost.sim.split import TESTSET_PATH, reworded_variant
 from livehost.understanding.splitbench import measure
@@ -19,7 +20,7 @@ def main() -> None:
     harness = load(REPO_ROOT / (sys.argv[1] if len(sys.argv) > 1 and not sys.argv[1].startswith("-")
                                 else "harness/default"))
     splits = {"dev": measure(harness, load_cases(DEVSET_PATH))}
-    for name, path in {**HAND_WRITTEN_DEV, "test": TESTSET_PATH, "held-out": HOLDOUT_PATH}.items():
+    for name, path in {**HAND_WRITTEN_DEV, "test": TESTSET_PATH}.items():
         if path.exists():
             splits[name] = measure(harness, load_cases(path))
     test = splits["test"]
@@ -47,7 +48,7 @@ def main() -> None:
             kept.append(len(passed) / max(len(base), 1))
             print(f"variant {seed}: test accuracy {variant.accuracy:.1f}%, retention {kept[-1]:.3f}")
         print(f"test-split pass retention over {n} reworded opaque harnesses: {sum(kept) / len(kept):.3f}")
-    if "--failures" in sys.argv:  # the dev splits only: the test and held-out splits are measured, not read
+    if "--failures" in sys.argv:  # the dev splits only: the test split is measured, not read
         for name in ("dev", *HAND_WRITTEN_DEV):
             for cid, reply in splits[name].failures if name in splits else []:
                 print(f"FAIL {name} {cid}: {reply!r}")

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 from livehost.config import REPO_ROOT, Settings
-from livehost.eval.cases import DEVSET_PATH, HAND_WRITTEN_DEV, HOLDOUT_PATH, load_cases
+from livehost.eval.cases import DEVSET_PATH, HAND_WRITTEN_DEV, load_cases
 from livehost.eval.judge import DeterministicJudge
 from livehost.runner.core import run_file
 from livehost.runner.expect import check
@@ -25,7 +25,7 @@ def main() -> None:
             running_triton(tmp / "triton", REPO_ROOT / "infra/triton/models", timeout=180) as url:
         settings = Settings(postgres_dsn=dsn, triton_url=url)
         judge = DeterministicJudge()
-        splits = {"dev": DEVSET_PATH, **HAND_WRITTEN_DEV, "test": TESTSET_PATH, "held-out": HOLDOUT_PATH}
+        splits = {"dev": DEVSET_PATH, **HAND_WRITTEN_DEV, "test": TESTSET_PATH}
         for name, path in splits.items():
             if not path.exists():
                 continue

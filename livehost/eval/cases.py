@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 from collections.abc import Iterable
 from functools import cache
@@ -28,10 +29,15 @@ DEV_WILD2_PATH = REPO_ROOT / "eval" / "dev" / "wild2.jsonl"  # a second batch, w
 DEV_WILD3_PATH = REPO_ROOT / "eval" / "dev" / "wild3.jsonl"
 # a fourth batch: the catalog's facts asked in other words (synonyms, comparisons, "this"), per-variant stock
 DEV_WILD4_PATH = REPO_ROOT / "eval" / "dev" / "wild4.jsonl"
-HOLDOUT_PATH = REPO_ROOT / "eval" / "holdout" / "wild.jsonl"
+# the first held-out set: scored after each change while the rules were written, so it steered them and is
+# dev data now (its text stays protected from the labelled data and the rules: livehost/eval/leakage.py)
+FORMER_HOLDOUT_PATH = REPO_ROOT / "eval" / "dev" / "former-holdout.jsonl"
+# the sealed holdout: written apart from the code and the rules, stored compressed, scored only by
+# `make release-eval` (livehost/eval/release.py); no development command reads it
+SEALED_HOLDOUT_PATH = REPO_ROOT / "eval" / "sealed" / "holdout.jsonl.gz"
 # the hand-written dev batches by the name the split benchmarks print them under
 HAND_WRITTEN_DEV = {"dev-wild": DEV_WILD_PATH, "dev-wild2": DEV_WILD2_PATH, "dev-wild3": DEV_WILD3_PATH,
-                    "dev-wild4": DEV_WILD4_PATH}
+                    "dev-wild4": DEV_WILD4_PATH, "dev-former-holdout": FORMER_HOLDOUT_PATH}
 
 
 class CaseFileError(ValueError):
@@ -73,10 +79,17 @@ def result_problems(result: dict[str, Any]) -> list[str]:
             for e in _validator("result").iter_errors(result)]
 
 
+def _text(path: Path) -> str:
+    """A file's text; a ``.gz`` file is read decompressed."""
+    if path.suffix == ".gz":
+        return gzip.decompress(path.read_bytes()).decode("utf-8")
+    return path.read_text(encoding="utf-8")
+
+
 def read_jsonl(path: Path | str) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     problems: list[str] = []
-    for n, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+    for n, line in enumerate(_text(Path(path)).splitlines(), 1):
         if not line.strip():
             continue
         try:
@@ -102,7 +115,23 @@ def write_jsonl(path: Path | str, rows: Iterable[dict[str, Any]]) -> Path:
     return path
 
 
-def load_cases(path: Path | str, *, validate: bool = True) -> list[dict[str, Any]]:
+class SealedError(CaseFileError):
+    """The sealed holdout asked for by a development command."""
+
+
+def is_sealed(path: Path | str) -> bool:
+    try:
+        return Path(path).resolve() == SEALED_HOLDOUT_PATH.resolve()
+    except OSError:
+        return False
+
+
+def load_cases(path: Path | str, *, validate: bool = True, release: bool = False) -> list[dict[str, Any]]:
+    """A case file, validated. The sealed holdout is refused unless ``release`` (only the release
+    evaluation scores it: a set the development loop scores would steer the work it measures)."""
+    if is_sealed(path) and not release:
+        raise SealedError(str(path), ["the sealed holdout is scored only by the release evaluation "
+                                      "(make release-eval); use a dev or the test split"])
     cases = read_jsonl(path)
     if validate:
         problems = [f"{c.get('id', f'line {i + 1}')}: {p}" for i, c in enumerate(cases) for p in case_problems(c)]

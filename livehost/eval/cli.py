@@ -1,4 +1,4 @@
-"""``livehost eval ...``: judge, calibrate, report, pairwise export/analyze, distribution.
+"""``livehost eval ...``: judge, calibrate, report, pairwise export/analyze, distribution, leakage.
 
 (``livehost eval run`` — running cases through the request path — belongs to the runner.)
 """
@@ -256,3 +256,27 @@ def distribution(cases: Annotated[Path, typer.Option("--cases", "-c", help="Case
         save_reference.write_text(json.dumps(dist.reference_of(rep), indent=1))
     if json_out:
         json_out.write_text(json.dumps(rep, indent=1))
+
+
+@app.command()
+def leakage(calibrate_threshold: Annotated[bool, typer.Option(
+                "--calibrate", help="Print the paraphrase threshold chosen on the dev calibration pairs.")] = False,
+            embeddings: Annotated[bool, typer.Option(
+                help="Also compare the labelled data with every protected comment by embedding.")] = True) -> None:
+    """Check that no labelled data, harness word list or rule holds evaluation text (exit 1 on any pair)."""
+    from livehost.eval import leakage as check
+
+    if calibrate_threshold:
+        cal = check.calibrate()
+        for line in cal.lines():
+            console.print(line)
+        console.print(f"in force: {check.PARAPHRASE_COSINE:.3f}")
+        if abs(cal.threshold - check.PARAPHRASE_COSINE) > 1e-9:
+            raise _fail("the threshold in force is not the calibrated one: set PARAPHRASE_COSINE in "
+                        "livehost/eval/leakage.py")
+        return
+    report = check.run(embeddings=embeddings)
+    for line in report.lines():
+        console.print(line, markup=False)
+    if not report.ok:
+        raise typer.Exit(1)

@@ -141,10 +141,10 @@ INTENT_PATTERNS: dict[str, list[str]] = {
     "stock": [
         r"\bin stock\b", r"\bstock\b", r"\bsold out\b", r"\bleft\b", r"\bavailab(le|ility)\b",
         r"\brestock", r"\binventory\b", r"\bstill (have|got|there)\b", r"\bhow many\b", r"\bany more\b",
-        r"\bremaining\b", r"\brun out\b", r"\bdo you (still )?(have|got|sell)\b.*\bones?\b",
+        r"\bremaining\b", r"\brun out\b", r"\bdo you (have|got|sell)\b.*\bones?\b",
     ],
     "coupon": [
-        r"\bcoupons?\b", r"\bdiscounts?\b", r"\bdeals?\b", r"\bpromo(tion)?s?\b", r"\bvouchers?\b",
+        r"\bcoupons?\b", r"\bdiscounts?\b", r"\bdeals?\b", r"\bvouchers?\b",
         r"\bcodes?\b", r"%\s*off\b", r"\bon sale\b", r"\bbargain\b", r"\bsales? price\b", r"\boffers?\b",
         # "any way to get it cheaper": a wish to pay less is answered with the coupons there are
         r"\b(?:get|make|have) (?:it|them|this|one) (?:any )?cheaper\b", r"\bany (?:way|chance)\b.*\bcheaper\b",
@@ -152,22 +152,22 @@ INTENT_PATTERNS: dict[str, list[str]] = {
         r"\binstal+(?:e)?ments?\b", r"\binterest[- ]free\b", r"\bsplit (?:it|the payment)\b",
     ],
     "attribute": [
-        r"\bcolou?rs?\b", r"\bsizes?\b", r"\bsizing\b", r"\bmaterials?\b", r"\bfabric\b", r"\bmade (of|from)\b",
+        r"\bcolou?rs?\b", r"\bsizes?\b", r"\bsizing\b", r"\bmaterials?\b", r"\bfabric\b",
         r"\bwater ?proof", r"\bwater[- ]resistant\b", r"\brain\b", r"\bweigh(t|s)?\b", r"\bheavy\b",
         r"\bcapacity\b", r"\bhow big\b", r"\bdimensions?\b", r"\bspecs?\b", r"\bspecifications?\b",
         r"\bfeatures?\b", r"\bbattery\b", r"\bwashable\b",
         r"\bfit(s)?\b", r"\bwarm\b", r"\bmade in\b",
-        r"\bwhat is it\b", r"\bml\b", r"\bgrams?\b", r"\blightweight\b", r"\bquality\b",
+        r"\bml\b", r"\blightweight\b", r"\bquality\b",
         r"\bcomes? in\b", r"\bavailable in\b",
     ],
     "faq": [
         r"\bshipping\b", r"\bship(s|ped)?\b", r"\bdeliver(y|ed|s)?\b", r"\barrive", r"\breturns?\b",
-        r"\brefunds?\b", r"\bexchange\b", r"\bwarranty\b", r"\bguarantee\b", r"\bcare\b", r"\bwash\b",
+        r"\brefunds?\b", r"\bexchange\b", r"\bwarranty\b", r"\bguarantee\b", r"\bcare\b",
         r"\btrue to size\b", r"\bsize up\b",
     ],
     "purchase": [
         r"\bbuy(ing)?\b", r"\bpurchase\b", r"\border (it|one|this|that|now|two)\b", r"\bcart\b",
-        r"\bcheck ?out\b", r"\bhow (do|can) i (get|buy|order)\b", r"\bhow to (order|buy|get)\b",
+        r"\bcheck ?out\b", r"\bhow (do|can) i (get|buy|order)\b",
         r"\bi('ll| will)? ?take (it|one|two)\b",
         r"\bwant (one|it|this|that)\b", r"\bwhere.*\blink\b",
         r"\bsold\b.*\bme\b", r"\bgrab (one|it)\b",
@@ -178,30 +178,27 @@ INTENT_PATTERNS: dict[str, list[str]] = {
         r"\bmy order\b", r"\border (status|number|no\.?|#|id)\b", r"\btrack(ing)?\b",
         r"\b(has|have)n'?t (arrived|come|shown up)\b",
         r"\bnot (arrived|received|come)\b", r"\brefunds?\b", r"\breturn (it|this|my)\b",
-        r"\bwhere is my\b", r"\bmy (package|parcel|delivery)\b", r"\bexchange (it|my)\b",
-        r"\bwhen will (it|my) (arrive|ship|come)\b", _DAMAGE,
+        r"\bwhere is my\b", r"\bexchange (it|my)\b", _DAMAGE,
     ],
     "chit_chat": [
-        r"^\s*(hi|hello|hey|yo|hiya|howdy)\b", r"\bgood (morning|evening|afternoon|night)\b",
+        r"^\s*(hi|hello|hey|yo|hiya|howdy)\b",
         r"\blove (this|you|it|the|your)\b", r"\bthanks?\b", r"\bthank you\b", r"\blol\b", r"\bhaha",
         r"\bhow are you\b", r"\bnice\b", r"\bbeautiful\b", r"\bcute\b", r"\bawesome\b", r"\bwow\b",
-        r"\bamazing\b", r"\bgreetings\b",
+        r"\bamazing\b",
     ],
 }
 _INJECTION_PATTERNS = [
     r"ignore (all |any )?(the )?(previous|prior|above|earlier|your) (instructions|rules|prompts?)",
-    r"(reveal|show|print|repeat|tell me) (me )?(your|the) (system )?(prompt|instructions|rules)",
     r"\byou are now\b", r"\bdeveloper mode\b", r"\bjailbreak\b", r"\bsystem prompt\b",
     r"\bpretend (to be|you are)\b", r"\bact as\b", r"\bdisregard\b.*\b(instructions|rules)\b",
-    r"\bannounce\b.*\d+ ?%", r"\bforget (all|your|the) (previous )?(instructions|rules)\b",
+    r"\bforget (all|your|the) (previous )?(instructions|rules)\b",
     r"(give|announce|offer|make)\b.*\b(everyone|everybody|all viewers)\b.*\d+ ?%",
 ]
 _ABUSE_PATTERNS = [
-    r"\bidiot", r"\bstupid\b", r"\bmoron", r"\btrash\b", r"\bshut up\b", r"\bdumb\b", r"\bscam(mer)?\b",
-    r"\bliar\b", r"\bhate you\b", r"\bf+u+c+k", r"\bshit\b", r"\bloser\b", r"\bgarbage host\b",
+    r"\bdumb\b", r"\bliar\b", r"\bhate you\b", r"\bf+u+c+k", r"\bshit\b", r"\bloser\b", r"\bgarbage host\b",
 ]
 _COMPLIANCE_PATTERNS = [
-    r"\bcounterfeit\b", r"\breplicas?\b", r"\bfake (receipt|invoice|review|reviews|tag|label)s?\b",
+    r"\bfake (invoice|review|reviews|tag|label)s?\b",
     r"\bknock ?-?offs?\b", r"\bfake discount\b", r"\bbypass\b", r"\bunder the table\b",
 ]
 _GREETING_RE = re.compile(r"^\s*(hi|hello|hey|yo|hiya|howdy|good (morning|evening|afternoon|night))\b")

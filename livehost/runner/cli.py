@@ -51,7 +51,10 @@ def run(
 
     if agent not in ("harness", "react"):
         raise typer.BadParameter("--agent must be harness or react")
-    by_id = {str(c.get("id")): c for c in read_cases(cases)}
+    try:
+        by_id = {str(c.get("id")): c for c in read_cases(cases)}
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--cases") from None
     passed = 0
     failed_expect: list[str] = []
     progress = Progress(TextColumn("[bold]eval run[/]"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),

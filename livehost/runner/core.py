@@ -285,6 +285,10 @@ def build_result(case: dict[str, Any], harness_version: str, policy: str, termin
 
 
 def read_cases(path: Path | str) -> list[dict[str, Any]]:
+    from livehost.eval.cases import is_sealed
+
+    if is_sealed(path):
+        raise ValueError(f"{path}: the sealed holdout is scored only by the release evaluation (make release-eval)")
     cases = []
     for n, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
         if line.strip():

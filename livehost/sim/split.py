@@ -61,7 +61,7 @@ def template_phrases(min_words: int = 4) -> list[str]:
     cases' comments, titles and FAQ: the text between placeholders, normalised (lower case, single
     spaces), at least ``min_words`` words long, that no dev-split comment contains (a phrase both
     splits share is not knowledge of the test split)."""
-    from livehost.eval.cases import DEVSET_PATH, HOLDOUT_PATH
+    from livehost.eval.cases import DEVSET_PATH, FORMER_HOLDOUT_PATH
 
     dev_text = " " + " | ".join(normalise_phrase(str(c["text"])) for line in
                                 DEVSET_PATH.read_text(encoding="utf-8").splitlines() if line.strip()
@@ -79,12 +79,12 @@ def template_phrases(min_words: int = 4) -> list[str]:
             norm = normalise_phrase(piece)
             if len(norm.split()) >= min_words and f" {norm} " not in dev_text:
                 phrases.add(norm)
-    if HOLDOUT_PATH.exists():
-        # The held-out cases were written later and apart from the code: a phrase they share with any
+    if FORMER_HOLDOUT_PATH.exists():
+        # The former held-out cases were written later and apart from the code: a phrase they share with any
         # part of the dev file (its catalogs too) is public, and a 4-word phrase of everyday chat
         # can coincide with older code by chance, so a held-out phrase counts from one word longer.
         dev_all = f" {normalise_phrase(DEVSET_PATH.read_text(encoding='utf-8'))} "
-        for line in HOLDOUT_PATH.read_text(encoding="utf-8").splitlines():
+        for line in FORMER_HOLDOUT_PATH.read_text(encoding="utf-8").splitlines():
             if not line.strip():
                 continue
             held = json.loads(line)

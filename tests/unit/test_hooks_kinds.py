@@ -94,22 +94,40 @@ def test_input_validation_rejects(text: str, why: str) -> None:
     assert verdict.verdict == ("drop" if hook_of(HARNESS, "input_validation").on_fail.action == "drop" else "reject")
 
 
-def test_input_validation_abuse_and_compliance_terms_come_from_the_harness() -> None:
-    abuse = _params()["abuse_terms"][0]
-    compliance = _params()["compliance_terms"][0]
-    v = screen(f"you are such an {abuse}")
-    assert v is not None and "abusive" in v.reason
-    # the shipped harness passes compliance risks on to the policy, which answers them with a careful
-    # refusal (a viewer asking for a medical promise should hear why not); a harness that sets a
-    # compliance threshold drops them at input
-    assert screen(f"is this a {compliance}?") is None
+def _with_params(**params: Any) -> Any:
     hooks = [h.model_copy(deep=True) for h in HARNESS.hooks]
     for h in hooks:
         if h.kind == "input_validation":
-            h.params["classifier"]["thresholds"]["compliance"] = 0.7
-    strict = HARNESS.model_copy(update={"hooks": hooks})
-    kept, failed = screen_comments(strict, [{"event_id": "e", "user_id": "u", "text": f"is this a {compliance}?",
-                                             "ts_ms": 1}])
+            h.params.update(params)
+    return HARNESS.model_copy(update={"hooks": hooks})
+
+
+def test_input_validation_word_lists_come_from_the_harness() -> None:
+    """The shipped harness has no word lists (the leakage check refuses lists keyed to the simulator);
+    an operator's list is one more signal that lowers its class's threshold."""
+    assert not {"abuse_terms", "compliance_terms", "injection_patterns"} & set(_params())
+    text = "my wombat brain forgot the size"
+    assert screen(text) is None
+    listed = _with_params(abuse_terms=["wombat brain"],
+                          classifier={**_params()["classifier"], "word_list_boost": 1.0})
+    kept, failed = screen_comments(listed, [{"event_id": "e", "user_id": "u", "text": text, "ts_ms": 1}])
+    assert not kept and "abusive" in failed[0][1].reason
+    # without the classifier, the list decides
+    bare = _with_params(compliance_terms=["grey-market"], classifier={"enabled": False})
+    kept, failed = screen_comments(bare, [{"event_id": "e", "user_id": "u", "text": "got a grey-market one?",
+                                           "ts_ms": 1}])
+    assert not kept and "compliance" in failed[0][1].reason
+
+
+def test_a_compliance_threshold_drops_compliance_risks_at_input() -> None:
+    # the shipped harness passes compliance risks on to the policy, which answers them with a careful
+    # refusal (a viewer asking for a medical promise should hear why not); a harness that sets a
+    # compliance threshold drops them at input
+    text = "will this cream cure my eczema for good?"
+    assert screen(text) is None
+    strict = _with_params(classifier={**_params()["classifier"],
+                                      "thresholds": {**_params()["classifier"]["thresholds"], "compliance": 0.5}})
+    kept, failed = screen_comments(strict, [{"event_id": "e", "user_id": "u", "text": text, "ts_ms": 1}])
     assert not kept and "compliance" in failed[0][1].reason
 
 
