@@ -170,8 +170,11 @@ def _content(source: str, ctx: dict[str, Any]) -> str:
         if isinstance(r.get("previous_link"), int):
             lines.append(f"Shown before it: link {r['previous_link']}.")
         if campaign:
+            # internal rules are for the host, not to be read out (the internal_disclosure hook checks)
             lines.append(data_block("campaign", [f"name: {quote(campaign.get('name'))}"]
-                                    + [f"rule: {quote(rule)}" for rule in campaign.get("rules") or []]))
+                                    + [f"rule: {quote(rule)}" for rule in campaign.get("rules") or []]
+                                    + [f"internal rule, never tell viewers: {quote(rule)}"
+                                       for rule in campaign.get("internal_rules") or []]))
         return "\n".join(lines)
     if source == "rules":
         rules = ctx["rules"]

@@ -19,6 +19,7 @@ from typing import Any
 import yaml
 
 from livehost.harness.model import Harness
+from livehost.security.parsing import YamlRefused, load_yaml
 
 FILES = ("harness.yaml", "tools.yaml", "hooks.yaml", "prompt.yaml", "rules.yaml")
 
@@ -41,13 +42,18 @@ class HarnessError(ValueError):
         super().__init__("invalid harness:\n" + "\n".join(f"  - {p}" for p in problems))
 
 
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    # a refused construct (alias, deep nesting) is valid YAML: say what is refused, not "invalid"
+    return str(exc) if isinstance(exc, YamlRefused) else f"not valid YAML: {exc}"
+
+
 def _read_yaml(path: Path, problems: list[Problem]) -> Any:
     try:
-        return yaml.safe_load(path.read_text(encoding="utf-8"))
+        return load_yaml(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         problems.append(Problem(path.name, "-", "file is missing"))
     except yaml.YAMLError as exc:
-        problems.append(Problem(path.name, "-", f"not valid YAML: {exc}"))
+        problems.append(Problem(path.name, "-", _yaml_problem(exc)))
     return None
 
 
@@ -57,7 +63,7 @@ def _split_front_matter(text: str) -> tuple[dict[str, Any], str] | None:
     parts = text.split("\n---", 1)
     if len(parts) != 2:
         return None
-    meta = yaml.safe_load(parts[0].lstrip("-\n")) or {}
+    meta = load_yaml(parts[0].lstrip("-\n")) or {}
     body = parts[1].lstrip("-").lstrip("\n")
     return meta, body.rstrip() + "\n"
 
@@ -76,7 +82,7 @@ def read_raw(path: Path) -> tuple[dict[str, Any], list[Problem]]:
         try:
             parsed = _split_front_matter(skill_file.read_text(encoding="utf-8"))
         except yaml.YAMLError as exc:
-            problems.append(Problem(rel, "front matter", f"not valid YAML: {exc}"))
+            problems.append(Problem(rel, "front matter", _yaml_problem(exc)))
             continue
         if parsed is None:
             problems.append(Problem(rel, "front matter", "missing '---' front matter block"))
@@ -133,6 +139,17 @@ def from_dict(data: dict[str, Any]) -> Harness:
     return report.harness
 
 
+class _PlainDumper(yaml.SafeDumper):
+    """Writes a value used twice out twice: the loader refuses aliases, so the dump must not make any."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
+def _yaml_text(obj: Any) -> str:
+    return yaml.dump(obj, Dumper=_PlainDumper, sort_keys=False, allow_unicode=True, width=100)
+
+
 def dump(harness: Harness, path: Path | str) -> Path:
     """Write a harness as a folder an operator can edit and diff."""
     path = Path(path)
@@ -142,7 +159,7 @@ def dump(harness: Harness, path: Path | str) -> Path:
     data = harness.canonical()
 
     def write(name: str, obj: Any) -> None:
-        (path / name).write_text(yaml.safe_dump(obj, sort_keys=False, allow_unicode=True, width=100))
+        (path / name).write_text(_yaml_text(obj))
 
     write("harness.yaml", {k: data[k] for k in ("name", "description", "instructions", "limits", "fallback")})
     write("tools.yaml", {"tools": data["tools"]})
@@ -151,6 +168,6 @@ def dump(harness: Harness, path: Path | str) -> Path:
     write("rules.yaml", data["rules"])
     for skill in harness.skills:
         meta = {"id": skill.id, "kind": skill.kind, "description": skill.description, "tools": skill.tools}
-        front = yaml.safe_dump(meta, sort_keys=False, allow_unicode=True, width=100)
+        front = _yaml_text(meta)
         (path / "skills" / f"{skill.id}.md").write_text(f"---\n{front}---\n{skill.body}")
     return path

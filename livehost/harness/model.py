@@ -17,7 +17,7 @@ SkillKind = Literal["reply", "strategy"]
 HookStage = Literal["input", "tool_call", "before_reply", "reply"]
 HookKind = Literal[
     "input_validation", "tool_arguments", "skill_load_requirement", "reply_format", "factual_risk",
-    "retry_control", "side_effect_gate",
+    "retry_control", "side_effect_gate", "internal_disclosure",
 ]
 FailAction = Literal["reject", "correct", "drop"]
 PromptSource = Literal[

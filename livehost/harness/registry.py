@@ -12,10 +12,11 @@ Rules enforced here:
 
 - a version is immutable and content-addressed (``Harness.version()``); pushing identical content
   returns the existing version; invalid bundles are refused with every problem and nothing stored;
-- activation needs an approved review and (when ``require_evaluation``) a passing evaluation;
-  ``force`` with a recorded reason overrides both;
+- every transition that makes a version active (activate, rollback, rollback to a version) runs the
+  same checks on it: an approved review and (when ``require_evaluation``) a passing evaluation;
+  ``force`` with a recorded reason overrides them, recorded ``forced`` (livehost/harness/gates.py has
+  the table, docs/harness-gates.md shows it);
 - rollback returns a target to the activation before the current one (a stack), or to ``to``;
-  a version that never passed review needs ``force`` and a reason;
 - changes of one target are serialised (transaction-scoped advisory lock + row lock): no lost update;
 - every step writes an audit row in the same transaction; refused steps are audited too;
 - activations and rollbacks are announced (HarnessEvent) after the commit, through ``publisher``.
@@ -37,10 +38,12 @@ from typing import Any
 import asyncpg
 
 from livehost.config import Settings, stack_env_file
+from livehost.harness import gates
 from livehost.harness.diff import format_diff
 from livehost.harness.loader import HarnessError, Problem
 from livehost.harness.model import Harness
 from livehost.harness.validate import Report, validate_bundle, validate_path
+from livehost.security.ids import InvalidId, check_id
 
 log = logging.getLogger(__name__)
 
@@ -184,17 +187,24 @@ class LoadStatus:
 
 
 def normalize_target(target: str | None) -> str:
-    """``global`` (also ``""``/``default``), ``room:<id>`` or ``arm:<experiment>/<arm>``."""
+    """``global`` (also ``""``/``default``), ``room:<id>`` or ``arm:<experiment>/<arm>``.
+
+    The room, experiment and arm are ids of the one id format (livehost.security.ids): a target names
+    a row, a log line and an announcement, so ``room:../../etc`` is refused like a path-like room id
+    at Ingest."""
     t = (target or "").strip()
     if t in ("", GLOBAL, "default"):
         return GLOBAL
-    if t.startswith("room:") and len(t) > len("room:"):
-        return t
-    if t.startswith("arm:"):
-        experiment, _, arm = t[len("arm:"):].partition("/")
-        if experiment and arm:
-            return t
-    raise BadRequest(f"bad target {target!r}: use 'global', 'room:<id>' or 'arm:<experiment>/<arm>'")
+    usage = "use 'global', 'room:<id>' or 'arm:<experiment>/<arm>'"
+    try:
+        if t.startswith("room:"):
+            return room_target(check_id("room id", t[len("room:"):]))
+        if t.startswith("arm:"):
+            experiment, _, arm = t[len("arm:"):].partition("/")
+            return arm_target(check_id("experiment", experiment), check_id("arm", arm))
+    except InvalidId as exc:
+        raise BadRequest(f"bad target {t[:80]!r}: {exc}; {usage}") from None
+    raise BadRequest(f"bad target {t[:80]!r}: {usage}")
 
 
 def room_target(room_id: str) -> str:
@@ -483,6 +493,38 @@ class Registry:
             "WHERE p.version = $1 AND r.decision = 'approve' AND p.status = ANY($2::text[]))",
             version, list(APPROVED_STATUSES)))
 
+    async def _failed_checks(self, conn: asyncpg.Connection, version: str,
+                             transition: gates.Transition) -> list[str]:
+        """The transition's checks (gates.TRANSITIONS) that ``version`` fails, in words."""
+        failed: list[str] = []
+        for check in transition.checks:
+            if check == "review":
+                if not await self._approved(conn, version):
+                    failed.append("it has no approved review")
+            elif check == "evaluation":
+                if not self.require_evaluation:
+                    continue
+                passed = await conn.fetchval(
+                    "SELECT passed FROM harness_evaluations WHERE version = $1 ORDER BY id DESC LIMIT 1", version)
+                if passed is None:
+                    failed.append("no evaluation result is attached")
+                elif not passed:
+                    failed.append("its latest evaluation failed")
+            else:  # a check named in the table must be implemented here
+                raise AssertionError(f"unknown gate check {check!r}")
+        return failed
+
+    async def _gate(self, conn: asyncpg.Connection, version: str, target: str, transition: gates.Transition,
+                    force: bool) -> list[str]:
+        """Run the transition's checks on the version it makes active; raise Refused when one fails and
+        the transition is not forced. Returns the failed checks force overrides (empty: nothing forced)."""
+        failed = await self._failed_checks(conn, version, transition)
+        if failed and not (force and transition.forcible):
+            verb = "activate" if transition is gates.ACTIVATE else "roll back to"
+            raise Refused(f"cannot {verb} {version} on {target}: {'; '.join(failed)} "
+                          "(use force with a reason to override)")
+        return failed
+
     @staticmethod
     async def _lock_target(conn: asyncpg.Connection, target: str) -> asyncpg.Record | None:
         """Serialise changes of one target: advisory lock (also when no row exists yet) + row lock."""
@@ -519,8 +561,8 @@ class Registry:
                        reason: str = "") -> Activation:
         """Make ``version`` the active one for ``target``.
 
-        Needs an approved review and, when ``require_evaluation``, a passing evaluation (the latest
-        one attached); ``force`` with a ``reason`` overrides and is recorded."""
+        Runs the checks of gates.ACTIVATE (an approved review and, when ``require_evaluation``, a passing
+        latest evaluation); ``force`` with a ``reason`` overrides them and is recorded."""
         actor = _need(actor, "actor")
         target = normalize_target(target)
         if force:
@@ -528,19 +570,7 @@ class Registry:
         try:
             async with self._tx() as conn:
                 version = await self._resolve(conn, version)
-                gaps = []
-                if not await self._approved(conn, version):
-                    gaps.append("it has no approved review")
-                if self.require_evaluation:
-                    passed = await conn.fetchval(
-                        "SELECT passed FROM harness_evaluations WHERE version = $1 ORDER BY id DESC LIMIT 1", version)
-                    if passed is None:
-                        gaps.append("no evaluation result is attached")
-                    elif not passed:
-                        gaps.append("its latest evaluation failed")
-                if gaps and not force:
-                    raise Refused(f"cannot activate {version} on {target}: {'; '.join(gaps)} "
-                                  "(use force with a reason to override)")
+                gaps = await self._gate(conn, version, target, gates.ACTIVATE, force)
                 current = await self._lock_target(conn, target)
                 previous = current["version"] if current else None
                 if current is not None and previous == version:  # already active: nothing changes, nothing to announce
@@ -567,8 +597,10 @@ class Registry:
                        reason: str = "") -> Activation:
         """Return ``target`` to the activation before the current one, or to version ``to``.
 
-        Rolling back a room or arm past its first activation clears its override (it falls back to
-        global). A version that never passed review needs ``force`` and a ``reason``."""
+        The version returned to passes the same checks as an activation (gates.ROLLBACK,
+        gates.ROLLBACK_TO): a version without an approved review or whose latest evaluation failed needs
+        ``force`` and a ``reason``, recorded as forced. Rolling back a room or arm past its first
+        activation clears its override (gates.CLEAR: it follows global again; nothing to check)."""
         actor = _need(actor, "actor")
         target = normalize_target(target)
         if force:
@@ -580,6 +612,7 @@ class Registry:
                     raise Refused(f"nothing to roll back: {target} was never activated")
                 cur = await conn.fetchrow("SELECT * FROM harness_activations WHERE id = $1", current["activation_id"])
                 back_to: int | None
+                transition = gates.ROLLBACK_TO if to else gates.ROLLBACK
                 if to:
                     version: str | None = await self._resolve(conn, to)
                     earlier = await conn.fetchrow(
@@ -591,16 +624,13 @@ class Registry:
                     version, back_to = prev["version"], prev["back_to"]
                 elif target != GLOBAL and cur["version"] is not None:
                     version, back_to = None, None  # clear the override: the target follows global again
+                    transition = gates.CLEAR
                 else:
                     raise Refused(f"nothing to roll back to: {target} has no earlier activation")
                 if version is not None and version == cur["version"]:
                     raise Refused(f"{version} is already active on {target}")
-                forced = False
-                if version is not None and not await self._approved(conn, version):
-                    if not force:
-                        raise Refused(f"cannot roll back {target} to {version}: it never passed review "
-                                      "(use force with a reason to override)")
-                    forced = True
+                gaps = [] if version is None else await self._gate(conn, version, target, transition, force)
+                forced = bool(gaps)
                 row = await self._set_target(conn, target, version, "rollback", cur["version"], back_to, actor,
                                              forced, reason)
                 left = cur["version"]
@@ -610,7 +640,8 @@ class Registry:
                         "UPDATE harness_proposals SET status = 'rolled_back', updated_at = now() "
                         "WHERE version = $1 AND status = 'active'", left)
                 await self._audit(conn, actor, "rollback", version=version, target=target, activation_id=row["id"],
-                                  previous_version=left, forced=forced, reason=reason, break_glass=bool(force))
+                                  previous_version=left, forced=forced, overridden=gaps, reason=reason,
+                                  break_glass=bool(force))
         except (Refused, NotFound) as exc:
             await self._refused(exc, actor, "rollback", version=to, target=target)
             raise

@@ -23,6 +23,7 @@ from pydantic import ValidationError
 
 from livehost.harness.loader import Problem, read_raw
 from livehost.harness.model import HOOK_KINDS, HOOK_STAGES, PROMPT_SOURCES, FailAction, Harness, SkillKind
+from livehost.security.parsing import MAX_NESTING, PatternError, compile_pattern, nesting_depth
 
 SKILL_KINDS: tuple[str, ...] = SkillKind.__args__  # type: ignore[attr-defined]
 FAIL_ACTIONS: tuple[str, ...] = FailAction.__args__  # type: ignore[attr-defined]
@@ -36,6 +37,7 @@ KIND_STAGES: dict[str, tuple[str, ...]] = {
     "factual_risk": ("before_reply", "reply"),
     "retry_control": HOOK_STAGES,
     "side_effect_gate": ("tool_call",),
+    "internal_disclosure": ("before_reply", "reply"),
 }
 
 # Parameters each hook kind understands (what livehost/hooks reads): name -> (type, minimum for
@@ -61,8 +63,11 @@ HOOK_PARAMS: dict[str, dict[str, tuple[str, float | None]]] = {
         "allowed_tools": (_STRS, None), "coupon_allowlist": (_STRS, None), "require_campaign_cap": (_BOOL, None),
         "max_per_viewer": (_INT, 0), "max_per_room": (_INT, 0), "max_per_minute": (_INT, 0), "rooms": ("dict", None),
     },
+    # the shortest run of consecutive words shared with internal text that fails, and the shortest
+    # whole internal line that fails (below 3 words, ordinary phrases would fail every reply)
+    "internal_disclosure": {"min_run_words": (_INT, 3), "min_line_words": (_INT, 3)},
 }
-# Regular-expression parameters (must compile).
+# Regular-expression parameters (must compile on the linear-time engine, RE2).
 REGEX_PARAMS = frozenset({"injection_patterns"})
 # Fields an on_fail message may use.
 ON_FAIL_FIELDS = frozenset({"reason"})
@@ -344,8 +349,8 @@ class _Checker:
             elif key in REGEX_PARAMS:
                 for j, pattern in enumerate(value):
                     try:
-                        re.compile(pattern)
-                    except re.error as exc:
+                        compile_pattern(pattern)
+                    except PatternError as exc:
                         self.err("hooks.yaml", f"{at}[{j}]", f"not a valid regular expression: {exc}")
         lo, hi = params.get("min_chars"), params.get("max_chars")
         if _is_int(lo) and _is_int(hi) and lo > hi:
@@ -486,4 +491,6 @@ def validate_bundle(data: dict[str, Any]) -> Report:
     """Validate a bundle in canonical JSON form (as pushed over the API or stored in the registry)."""
     if not isinstance(data, dict):
         return Report(None, [Problem("bundle", "-", "a harness bundle must be a JSON object")])
+    if nesting_depth(data) > MAX_NESTING:  # before any check walks it recursively
+        return Report(None, [Problem("bundle", "-", f"nested more than {MAX_NESTING} levels deep")])
     return validate_raw(data)

@@ -7,6 +7,7 @@ from typing import Any
 
 from livehost.harness.model import Harness, Hook
 from livehost.hooks.verdict import Verdict
+from livehost.security.parsing import compile_pattern
 from livehost.understanding.normalize import normalize
 from livehost.understanding.screening import DEFAULT_THRESHOLDS, screen
 
@@ -17,8 +18,9 @@ _REASON = {"injection": "prompt injection", "abuse": "abusive language", "compli
 def _word_list_hits(p: dict[str, Any], lowered: str) -> dict[str, str]:
     """Which classes the hook's word lists and patterns hit on the normalised text (and what hit)."""
     hits: dict[str, str] = {}
+    # the harness's patterns run on RE2 (linear time): a pattern like (a+)+$ cannot stall screening
     for pattern in p.get("injection_patterns", []):
-        if re.search(pattern, lowered):
+        if compile_pattern(pattern).search(lowered):
             hits.setdefault("injection", pattern)
     for term in p.get("abuse_terms", []):
         if re.search(rf"\b{re.escape(normalize(term))}\b", lowered):

@@ -17,6 +17,7 @@ import jsonschema
 from livehost.agent import state as st
 from livehost.commerce.operations import OPERATIONS
 from livehost.harness.model import Harness, Hook
+from livehost.hooks.disclosure import DEFAULT_LINE_WORDS, DEFAULT_RUN_WORDS, disclosure_reason
 from livehost.hooks.gate import policy_for, static_reason
 from livehost.hooks.verdict import Verdict, VerdictKind
 from livehost.understanding.quote import derived_numbers
@@ -190,6 +191,20 @@ def _side_effect_gate(hook: Hook, harness: Harness, state: dict[str, Any], actio
     return static_reason(policy, tool.name, op.name, params, st.room(state).get("campaign"))
 
 
+def _internal_disclosure(hook: Hook, harness: Harness, state: dict[str, Any],
+                         action: dict[str, Any]) -> str | None:
+    """A reply repeating internal text of the harness in force, the room or the request
+    (livehost/hooks/disclosure.py)."""
+    if action["kind"] != "reply":
+        return None
+    # what other hooks told the model in this request is internal too; this hook's own corrections
+    # quote the reply back, so they are left out
+    corrections = [str(s["data"].get("message") or "") for s in st.steps(state, "correction") if s["name"] != hook.id]
+    return disclosure_reason(strip_control_tokens(action.get("text") or ""), harness, st.room(state), corrections,
+                             run_words=int(hook.params.get("min_run_words", DEFAULT_RUN_WORDS)),
+                             line_words=int(hook.params.get("min_line_words", DEFAULT_LINE_WORDS)))
+
+
 CHECKS: dict[str, Callable[[Hook, Harness, dict[str, Any], dict[str, Any]], str | None]] = {
     "tool_arguments": _tool_arguments,
     "retry_control": _retry_control,
@@ -197,6 +212,7 @@ CHECKS: dict[str, Callable[[Hook, Harness, dict[str, Any], dict[str, Any]], str 
     "reply_format": _reply_format,
     "factual_risk": _factual_risk,
     "side_effect_gate": _side_effect_gate,
+    "internal_disclosure": _internal_disclosure,
 }
 
 # Which hook stages look at which action kinds. Retry control watches every action.

@@ -172,7 +172,7 @@ INTENT_PATTERNS: dict[str, list[str]] = {
         r"\bwant (one|it|this|that)\b", r"\bwhere.*\blink\b",
         r"\bsold\b.*\bme\b", r"\bgrab (one|it)\b",
         # a viewer's wish for a product ("I want the …", "I'd like link 2")
-        r"\bi (really )?(want|need|'?d like|would like) (the|a|an|one|it|this|that|link|to (buy|get|order))\b",
+        r"\bi (really )?(want|'?d like|would like) (the|a|an|one|it|this|that|link|to (buy|get|order))\b",
     ],
     "post_purchase": [
         r"\bmy order\b", r"\border (status|number|no\.?|#|id)\b", r"\btrack(ing)?\b",

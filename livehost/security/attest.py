@@ -1,13 +1,15 @@
 """Request attestations: who a request acts for, signed by the service that read the comments.
 
-The hooks processor turns screened comments into a request; it signs the request's identity — its id,
-room, creation time and the user ids of its comments — with its own key (its mutual-TLS credential,
-EC P-256) and puts the signature and its certificate in ``RequestState.attestation``. Every later hop
-copies the state. The tools service derives the viewer a side effect is for (coupon recipient, whose
-order to look up) only from an attestation that verifies: a certificate the LiveHost CA signed, for an
-identity holding the ``service`` role, and a signature over exactly this request's identity. A tool
-call record forged on Kafka, or a state whose comments were edited after screening, has no valid
-attestation: the tool runs with no viewer, so nothing is granted to anybody.
+The hooks processor turns screened comments into a request; it signs what the request is — its id,
+room, creation time, deadline, the user ids of its comments and a digest of the screened comments
+themselves (author and text, in order) — with its own key (its mutual-TLS credential, EC P-256) and
+puts the signature and its certificate in ``RequestState.attestation``. Every later hop copies the
+state. The tools service derives the viewer a side effect is for (coupon recipient, whose order to
+look up) only from an attestation that verifies: a certificate the LiveHost CA signed, for an identity
+holding the ``service`` role, a signature over exactly this request, and a deadline not yet passed. A
+tool call record forged on Kafka, a state whose comments were edited after screening, or an old request
+replayed after its time budget has no valid attestation: the tool runs with no viewer, so nothing is
+granted to anybody.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -36,11 +39,24 @@ class AttestationError(ValueError):
     """The request's attestation is missing or does not verify; the message says why."""
 
 
+# Clocks of the signing and the verifying host may differ a little; a replay is seconds late, not this.
+CLOCK_SKEW_MS = 2000
+
+
+def comments_digest(comments: Iterable[Mapping[str, Any]]) -> str:
+    """SHA-256 of the screened comments' authors and texts, in order (what the request acts on)."""
+    rows = [[str(c.get("user_id") or ""), str(c.get("text") or "")] for c in comments]
+    return hashlib.sha256(json.dumps(rows, ensure_ascii=False, separators=(",", ":")).encode()).hexdigest()
+
+
 def payload(state: Mapping[str, Any]) -> bytes:
-    """The signed identity of a request: canonical JSON of its id, room, creation time and viewers."""
-    viewers = sorted({str(c.get("user_id") or "") for c in state.get("comments") or []})
+    """What is signed: canonical JSON of a request's id, room, creation time, deadline, viewers and the
+    digest of its comments."""
+    comments = list(state.get("comments") or [])
+    viewers = sorted({str(c.get("user_id") or "") for c in comments})
     return json.dumps({"request_id": state.get("request_id"), "room_id": state.get("room_id"),
-                       "created_ms": state.get("created_ms"), "viewers": viewers},
+                       "created_ms": state.get("created_ms"), "deadline_ms": state.get("deadline_ms"),
+                       "viewers": viewers, "comments": comments_digest(comments)},
                       sort_keys=True, separators=(",", ":")).encode()
 
 
@@ -100,11 +116,18 @@ class Verifier:
         self._certs[fingerprint] = key
         return key
 
-    def viewers(self, state: Mapping[str, Any]) -> set[str]:
-        """The attested viewers of ``state``; AttestationError when there is no valid attestation."""
+    def viewers(self, state: Mapping[str, Any], now_ms: int | None = None) -> set[str]:
+        """The attested viewers of ``state``; AttestationError when there is no valid attestation or
+        the request's deadline (signed with it) has passed."""
         raw = state.get("attestation")
         if not raw:
             raise AttestationError("the request carries no attestation")
+        deadline = state.get("deadline_ms")
+        if not isinstance(deadline, int) or isinstance(deadline, bool):
+            raise AttestationError("the request carries no deadline")
+        now = int(time.time() * 1000) if now_ms is None else now_ms
+        if now > deadline + CLOCK_SKEW_MS:
+            raise AttestationError(f"the attestation expired {now - deadline} ms ago (the request's deadline)")
         signed = payload(state)
         known = self._verified.get((str(raw), signed))
         if known is not None:

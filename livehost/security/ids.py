@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from livehost.security.parsing import UntrustedDataError, loads_json
+
 ID_MAX_CHARS = 128
 ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}")
 
@@ -51,6 +53,12 @@ def check_room_event(event: dict[str, object], *, max_text_bytes: int, max_campa
         value = event.get(field)
         if isinstance(value, str) and (len(value) > limit or len(value.encode("utf-8", "surrogatepass")) > limit):
             raise InvalidId(f"{field} is larger than {limit} bytes")
+    campaign = event.get("campaign_json")
+    if isinstance(campaign, str):  # 4 KB of "[" is within the size limit and too deep for every consumer
+        try:
+            loads_json(campaign, "campaign_json")
+        except UntrustedDataError as exc:
+            raise InvalidId(str(exc)) from None
 
 
 def check_state_ids(state: dict[str, object]) -> None:

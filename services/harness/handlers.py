@@ -7,11 +7,11 @@ status the API reports.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from livehost.harness.loader import HarnessError
 from livehost.harness.registry import GLOBAL, BadRequest, NotFound, Refused, RegistryError, SelfReview
+from livehost.security.parsing import UntrustedDataError, loads_json
 
 # Status (gRPC code name) for each refusal; the first matching class wins.
 STATUS_OF: tuple[tuple[type[BaseException], str], ...] = (
@@ -33,13 +33,15 @@ def status_of(exc: BaseException) -> str | None:
     return None
 
 
-def parse_bundle(bundle_json: str) -> dict[str, Any]:
+def parse_bundle(text: str, field: str = "bundle_json") -> dict[str, Any]:
+    """A JSON object from request field ``field``; malformed or too deeply nested JSON is a BadRequest
+    (INVALID_ARGUMENT with a plain message)."""
     try:
-        data = json.loads(bundle_json)
-    except json.JSONDecodeError as exc:
-        raise BadRequest(f"bundle_json is not valid JSON: {exc}") from None
+        data = loads_json(text, field)
+    except UntrustedDataError as exc:
+        raise BadRequest(str(exc)) from None
     if not isinstance(data, dict):
-        raise BadRequest("bundle_json must be a JSON object")
+        raise BadRequest(f"{field} must be a JSON object")
     return data
 
 

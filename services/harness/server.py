@@ -7,8 +7,9 @@ limit).
 
 INVALID_ARGUMENT: invalid bundle (every problem in the details), malformed input; NOT_FOUND: unknown
 version / proposal, or a target with nothing active; PERMISSION_DENIED: an author reviewing their
-own proposal; FAILED_PRECONDITION: a workflow gate (no approved review, failed evaluation, a
-rollback to an unreviewed version without force); UNAVAILABLE: the registry is not connected yet.
+own proposal; FAILED_PRECONDITION: a workflow gate (no approved review, no passing evaluation —
+for an activation and a rollback alike, without force; livehost/harness/gates.py); UNAVAILABLE: the
+registry is not connected yet.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any, TypeVar
 import grpc
 
 from livehost.gen.livehost.harness.v1 import harness_pb2, harness_pb2_grpc
+from livehost.harness import gates
 from livehost.harness.registry import (
     Activation,
     AuditEntry,
@@ -158,7 +160,7 @@ class HarnessServicer(harness_pb2_grpc.HarnessServiceServicer):
 
     async def Activate(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
         if request.force:  # overriding review and evaluation is break-glass, with a reason, flagged in audit
-            await require_role(context, "break-glass", what="a forced activation")
+            await require_role(context, gates.FORCE_ROLE, what="a forced activation")
 
         async def fn(r: Registry) -> Any:
             a = await r.activate(request.version, target=handlers.api_target(request.target), actor=self._actor(),
@@ -168,7 +170,7 @@ class HarnessServicer(harness_pb2_grpc.HarnessServiceServicer):
 
     async def Rollback(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
         if request.force:
-            await require_role(context, "break-glass", what="a forced rollback")
+            await require_role(context, gates.FORCE_ROLE, what="a forced rollback")
 
         async def fn(r: Registry) -> Any:
             to = request.to_version if request.HasField("to_version") and request.to_version else None
@@ -190,7 +192,7 @@ class HarnessServicer(harness_pb2_grpc.HarnessServiceServicer):
 
     async def AttachEvaluation(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
         async def fn(r: Registry) -> Any:
-            result = handlers.parse_bundle(request.result_json or "{}")
+            result = handlers.parse_bundle(request.result_json or "{}", "result_json")
             return _evaluation(await r.attach_evaluation(request.version, result, request.passed,
                                                          actor=self._actor()))
         return await self._call(context, fn)

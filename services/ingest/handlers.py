@@ -10,6 +10,7 @@ from typing import Any
 
 from livehost.kafka import now_ms
 from livehost.security.ids import InvalidId, check_id
+from livehost.security.parsing import UntrustedDataError, loads_json
 
 
 class InvalidEvent(ValueError):
@@ -74,14 +75,17 @@ def campaign_event(room_id: str, campaign_json: str, client_event_id: str | None
     room_id = _require_id("room_id", room_id)
     event_id = _event_id(client_event_id)
     try:
-        campaign = json.loads(campaign_json)
-    except json.JSONDecodeError as exc:
-        raise InvalidEvent(f"campaign_json is not valid JSON: {exc}") from None
+        campaign = loads_json(campaign_json, "campaign_json")
+    except UntrustedDataError as exc:
+        raise InvalidEvent(str(exc)) from None
     if not isinstance(campaign, dict):
         raise InvalidEvent("campaign_json must be a JSON object")
     pct = campaign.get("max_discount_pct")
     if pct is not None and not (isinstance(pct, int | float) and 0 <= pct <= 100):
         raise InvalidEvent("campaign max_discount_pct must be a number between 0 and 100")
+    internal = campaign.get("internal_rules")  # lines for the host that viewers must not hear
+    if internal is not None and not (isinstance(internal, list) and all(isinstance(r, str) for r in internal)):
+        raise InvalidEvent("campaign internal_rules must be a list of strings")
     return {"event_id": event_id, "room_id": room_id,
             "type": "campaign_change", "ts_ms": now_ms(), "user_id": None, "text": None, "link_id": None,
             "campaign_json": json.dumps(campaign, sort_keys=True), "viewer_count": None}

@@ -13,6 +13,7 @@ from livehost.config import Settings, load_settings
 from livehost.gen.livehost.policy.v1 import policy_pb2, policy_pb2_grpc
 from livehost.kafka import ConsumerLoop, Producer
 from livehost.policy.actions import parse_action
+from livehost.security.parsing import loads_json
 from livehost.service import ServiceRuntime
 from livehost.topics import ACTIONS, PROMPTS, Topic
 from services.policy import clients
@@ -28,7 +29,9 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
     async def Decide(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
         try:
             name, gen = self._handler.generator(request.model if request.HasField("model") else None)
-            sampling = json.loads(request.sampling_json or "{}")
+            sampling = loads_json(request.sampling_json or "{}", "sampling_json")
+            if request.context_json:  # a JSON object (proto): held to the same limits before a model parses it
+                loads_json(request.context_json, "context_json")
         except (KeyError, ValueError) as exc:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
         started = time.perf_counter()

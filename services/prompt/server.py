@@ -3,7 +3,6 @@ LIVEHOST_PROMPT_CALLS_POLICY or LIVEHOST_PROMPT_RUNS_TURNS) and gRPC Render."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import grpc
@@ -14,6 +13,7 @@ from livehost.config import Settings, load_settings
 from livehost.gen.livehost.prompt.v1 import prompt_pb2, prompt_pb2_grpc
 from livehost.harness.runtime import provider_for
 from livehost.kafka import ConsumerLoop, Producer
+from livehost.security.parsing import loads_json
 from livehost.service import ServiceRuntime
 from livehost.topics import REQUESTS, TOOL_RESULTS, Topic
 from services.policy import clients as policy_clients
@@ -30,7 +30,7 @@ class PromptServicer(prompt_pb2_grpc.PromptAssemblyServiceServicer):
 
     async def Render(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
         try:
-            state = json.loads(request.request_json)
+            state = loads_json(request.request_json, "request_json")
             if request.HasField("harness_version"):
                 state["harness_version"] = request.harness_version
             rendered = await self._holder["handler"].render(state)

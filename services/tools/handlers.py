@@ -30,13 +30,14 @@ def viewer(state: dict[str, Any]) -> str:
     return state["comments"][-1]["user_id"] if state["comments"] else ""
 
 
-def trusted_viewer(state: dict[str, Any], verifier: Verifier | None) -> str | None:
+def trusted_viewer(state: dict[str, Any], verifier: Verifier | None, now_ms: int | None = None) -> str | None:
     """The viewer, only when the request's attestation (signed by the service that screened its
-    comments) verifies and names them; else None — no coupon and no order lookup for anybody."""
+    comments, before the request's deadline) verifies and names them; else None — no coupon and no
+    order lookup for anybody."""
     if verifier is None:  # in-process runs (evaluation) create their requests themselves
         return viewer(state)
     try:
-        attested = verifier.viewers(state)
+        attested = verifier.viewers(state, now_ms)
     except AttestationError as exc:
         log.warning("request %s: %s; tools run without a viewer", state.get("request_id"), exc)
         return None

@@ -20,6 +20,7 @@ from livehost.harness.runtime import provider_for
 from livehost.kafka import ConsumerLoop, Producer
 from livehost.security import pki_dir
 from livehost.security.attest import Verifier
+from livehost.security.parsing import loads_json
 from livehost.service import ServiceRuntime
 from livehost.topics import TOOL_CALLS, TOOL_RESULTS, Topic
 from services.tools import settings as service_settings
@@ -32,11 +33,11 @@ class ToolsServicer(tools_pb2_grpc.ToolExecutionServiceServicer):
 
     async def Execute(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
         try:
-            arguments = json.loads(request.arguments_json or "{}")
+            arguments = loads_json(request.arguments_json or "{}", "arguments_json")
             if not isinstance(arguments, dict):
                 raise ValueError("arguments_json must be a JSON object")
         except ValueError as exc:
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"arguments_json: {exc}")
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
         try:
             outcome = await self._holder["handler"].execute(
                 request.harness_version, request.tool, arguments, request.room_id, request.user_id,

@@ -51,6 +51,7 @@ async def test_renamed_harness_runs_end_to_end(system: System) -> None:
         new_arg_names = {a for m in renaming.arguments.values() for a in m.values()}
         assert all(set(a) <= new_arg_names for a in args)
     finally:
-        await registry.rollback(actor="ops-bob", reason="e2e cleanup: back to the shipped harness")
+        # the shipped version was forced too (no evaluation here): returning to it is forced the same way
+        await registry.rollback(actor="ops-bob", force=True, reason="e2e cleanup: back to the shipped harness")
         await registry.close()
         await publisher.stop()

@@ -213,7 +213,7 @@ async def test_activate_rollback_targets_and_audit(registry: Registry) -> None:
 
     # rollback to a version that never passed review: refused unless forced with a reason
     unreviewed = (await registry.push(variant(9), author="mallory")).version
-    with pytest.raises(Refused, match="never passed review"):
+    with pytest.raises(Refused, match="no approved review"):
         await registry.rollback(actor="ops", to=unreviewed)
     with pytest.raises(BadRequest):
         await registry.rollback(actor="ops", to=unreviewed, force=True)
@@ -319,7 +319,7 @@ def test_cli_end_to_end(dsn: str, kafka_server: str, tmp_path: Path) -> None:
                                     "--reason", "pin the old one for this room", who="breakglass")
         out = run("active")
         assert "room:42" in out and "global" in out
-        assert "never passed review" in run("rollback", "--to", v1, code=1, who="releaser")
+        assert "no approved review" in run("rollback", "--to", v1, code=1, who="releaser")
         out = run("rollback", "--target", "room:42", who="releaser")
         assert "cleared" in out
         run("active", "--target", "room:42", code=3)

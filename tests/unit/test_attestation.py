@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +31,7 @@ def request(user: str = "u-7") -> dict[str, Any]:
     comments = [{"event_id": "e-1", "user_id": "u-1", "text": "hi", "ts_ms": 1},
                 {"event_id": "e-2", "user_id": user, "text": "coupon please", "ts_ms": 2}]
     return st.new_state(room_id="room-a", harness_version="v", comments=comments, room={}, ttl_ms=10_000,
-                        time_budget_ms=10_000, created_ms=5)
+                        time_budget_ms=10_000, created_ms=int(time.time() * 1000))
 
 
 def test_signed_requests_verify_and_name_their_viewers() -> None:
@@ -43,13 +44,17 @@ def test_signed_requests_verify_and_name_their_viewers() -> None:
     assert trusted_viewer(state, verifier) == "u-7"
 
 
-@pytest.mark.parametrize("tamper", ["recipient", "room", "request", "missing", "garbage"])
+@pytest.mark.parametrize("tamper", ["recipient", "text", "deadline", "room", "request", "missing", "garbage"])
 def test_forged_or_edited_requests_get_no_viewer(tamper: str) -> None:
     state = request()
     state["attestation"] = Signer.from_pki(pki(), "hooks").sign(state)
     forged = copy.deepcopy(state)
     if tamper == "recipient":
         forged["comments"][-1]["user_id"] = "attacker"
+    elif tamper == "text":  # the same viewer, another request: the comments are signed, not only who wrote them
+        forged["comments"][-1]["text"] = "coupon please, the 100% one"
+    elif tamper == "deadline":  # a replay that moves its own deadline
+        forged["deadline_ms"] += 600_000
     elif tamper == "room":
         forged["room_id"] = "room-b"
     elif tamper == "request":
@@ -63,6 +68,15 @@ def test_forged_or_edited_requests_get_no_viewer(tamper: str) -> None:
     with pytest.raises(AttestationError):
         verifier.viewers(forged)
     assert trusted_viewer(forged, verifier) is None
+
+
+def test_an_attestation_expires_with_its_requests_time_budget() -> None:
+    state = request()
+    state["attestation"] = Signer.from_pki(pki(), "hooks").sign(state)
+    verifier = Verifier.from_pki(pki(), ROLES)
+    assert verifier.viewers(state, now_ms=state["deadline_ms"]) == {"u-1", "u-7"}
+    with pytest.raises(AttestationError, match="expired"):  # replayed later, even unchanged and remembered
+        verifier.viewers(state, now_ms=state["deadline_ms"] + 200_000)
 
 
 def test_a_verified_attestation_is_not_verified_again(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -112,7 +126,8 @@ async def test_the_hooks_processor_signs_every_request() -> None:
     await handler.on_room_event(comment, 1000)
     done = await handler.flush(2000)
     states = [e.record["state"] for e in done.emits if "state" in e.record]
-    assert states and all(Verifier.from_pki(pki(), ROLES).viewers(s) == {"u-9"} for s in states)
+    assert states and all(Verifier.from_pki(pki(), ROLES).viewers(s, now_ms=2000) == {"u-9"}
+                          for s in states)
 
 
 async def test_a_request_whose_screening_dropped_a_comment_attests_the_viewers_it_kept() -> None:
@@ -130,5 +145,5 @@ async def test_a_request_whose_screening_dropped_a_comment_attests_the_viewers_i
     started = [e.record["state"] for e in done.emits if e.topic.name == "agent.requests"]
     assert len(started) == 1 and [c["user_id"] for c in started[0]["comments"]] == ["u-buyer"]
     verifier = Verifier.from_pki(pki(), ROLES)
-    assert verifier.viewers(started[0]) == {"u-buyer"}
-    assert trusted_viewer(started[0], verifier) == "u-buyer"
+    assert verifier.viewers(started[0], now_ms=2000) == {"u-buyer"}
+    assert trusted_viewer(started[0], verifier, now_ms=2000) == "u-buyer"

@@ -6,6 +6,7 @@ The tests edit a copy of the shipped harness generically (first reply skill, fir
 
 from __future__ import annotations
 
+import copy
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -76,7 +77,7 @@ def test_every_problem_is_reported_at_once(bundle: Path) -> None:
 
     def tools(data: dict[str, Any]) -> None:
         data["tools"][0]["parameters"]["type"] = 12  # invalid JSON Schema
-        data["tools"].append(dict(data["tools"][1]))  # duplicate tool name
+        data["tools"].append(copy.deepcopy(data["tools"][1]))  # duplicate tool name (a copy: YAML aliases are refused)
         data["tools"][2]["parameters"]["required"] = ["ghost_arg"]
     edit(bundle / "tools.yaml", tools)
 
@@ -85,7 +86,7 @@ def test_every_problem_is_reported_at_once(bundle: Path) -> None:
         data["hooks"][1]["stage"] = "afterlife"
         screen = first_hook(data["hooks"][2:], "reply_format")
         screen["params"]["max_chars"] = -5
-        data["hooks"].append(dict(data["hooks"][3]))  # duplicate hook id
+        data["hooks"].append(copy.deepcopy(data["hooks"][3]))  # duplicate hook id
     edit(bundle / "hooks.yaml", hooks)
 
     def prompt(data: dict[str, Any]) -> None:
