@@ -112,15 +112,16 @@ def _strings(value: Any) -> Iterable[str]:
             yield from _strings(v)
 
 
-def _string_values(value: Any) -> Iterable[str]:
+def string_values(value: Any) -> Iterable[str]:
+    """Every string leaf of a JSON value (dict values and list items, recursively)."""
     if isinstance(value, str):
         yield value
     elif isinstance(value, dict):
         for v in value.values():
-            yield from _string_values(v)
+            yield from string_values(v)
     elif isinstance(value, list):
         for v in value:
-            yield from _string_values(v)
+            yield from string_values(v)
 
 
 def _numbers_in(value: Any) -> Iterable[float]:
@@ -280,7 +281,7 @@ def claim_support(term: str, products: list[dict[str, Any]]) -> str:
                 if _truthy(value):
                     return "supported"
                 contradicted = True
-        texts = [str(item.get("title", ""))] + list(_string_values(item.get("attributes") or {}))
+        texts = [str(item.get("title", ""))] + list(string_values(item.get("attributes") or {}))
         texts += [str(f.get("a", "")) for f in item.get("faq") or []]
         for text in texts:
             nt = _norm(text)

@@ -203,20 +203,10 @@ def data_items(data_dir: Path = DATA_DIR) -> list[Item]:
     return items
 
 
-def _strings(value: Any) -> Iterator[str]:
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for v in value.values():
-            yield from _strings(v)
-    elif isinstance(value, list):
-        for v in value:
-            yield from _strings(v)
-
-
 def harness_items(harness_dir: Path = HARNESS_DIR) -> list[Item]:
     """Every string of every shipped harness. A hook parameter that is a list of strings is a word list
     (or, for the regex parameters, a pattern list); everything else is text."""
+    from livehost.eval.judge import string_values
     from livehost.harness.validate import REGEX_PARAMS
 
     items: list[Item] = []
@@ -230,7 +220,7 @@ def harness_items(harness_dir: Path = HARNESS_DIR) -> list[Item]:
                     kind = "harness-pattern" if name in REGEX_PARAMS else "harness-list"
                     items += [Item(f"{where} {hook.get('id')}.{name}", kind, v) for v in value]
                     lists.add(id(value))
-        for text in _strings(_without(data, lists)):
+        for text in string_values(_without(data, lists)):
             items.append(Item(where, "harness-text", text))
     return items
 
